@@ -1,0 +1,150 @@
+"""``create_app(settings, pm)``: the Quart application and its one lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from typing import Any
+
+import pluggy
+from quart import Quart, Response, g, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from lakekeeper_host.api import BLUEPRINTS
+from lakekeeper_host.api.common import error_response, json_response, state
+from lakekeeper_host.config import Settings
+from lakekeeper_host.errors import CatalogError, service_unavailable
+from lakekeeper_host.metrics import Metrics
+from lakekeeper_host.registry import Registry
+from lakekeeper_host.store import new_id
+
+log = logging.getLogger(__name__)
+
+CORS_ALLOWED_HEADERS = (
+    "authorization, content-type, accept, user-agent, x-project-id, x-request-id, "
+    "if-none-match, x-user-agent, x-iceberg-access-delegation, idempotency-key"
+)
+_UNCACHED_PREFIXES = ("/health",)
+
+
+def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Registry | None = None) -> Quart:
+    app = Quart("lakekeeper_host")
+    app.config["MAX_CONTENT_LENGTH"] = settings.host.max_request_body_size
+    app.config["BODY_TIMEOUT"] = int(settings.host.max_request_time.total_seconds())
+    app.config["RESPONSE_TIMEOUT"] = int(settings.host.max_request_time.total_seconds())
+    app.url_map.strict_slashes = False
+    registry = registry or Registry.collect(pm)
+    metrics = Metrics()
+    app.extensions["lakekeeper_metrics"] = metrics
+
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
+
+    @app.while_serving
+    async def lifespan():
+        from lakekeeper_host.server.lifecycle import shutdown_state, startup_state
+
+        app_state = await startup_state(settings, pm, registry, metrics)
+        app.extensions["lakekeeper"] = app_state
+        try:
+            await _call_lifecycle(pm.hook.lakekeeper_startup(state=app_state))
+            yield
+        finally:
+            await _call_lifecycle(pm.hook.lakekeeper_shutdown(state=app_state))
+            await shutdown_state(app_state)
+
+    @app.before_request
+    async def before_request():
+        g.request_id = request.headers.get("x-request-id") or new_id()
+        g.started = time.perf_counter()
+        if request.method == "OPTIONS" and settings.host.allow_origin:
+            return Response(b"", status=204)
+        if settings.host.maintenance_mode == "read-only" and request.method not in ("GET", "HEAD", "OPTIONS"):
+            if request.path.startswith(("/catalog/", "/management/")):
+                err = service_unavailable(
+                    "The server is in read-only maintenance mode", "MaintenanceModeError"
+                )
+                err.headers["Retry-After"] = "60"
+                return error_response(err)
+        authenticate = app.extensions.get("lakekeeper_authenticate")
+        if authenticate is not None:
+            await authenticate()
+        return None
+
+    @app.after_request
+    async def after_request(response: Response) -> Response:
+        response.headers["x-request-id"] = getattr(g, "request_id", "")
+        if not request.path.startswith(_UNCACHED_PREFIXES):
+            response.headers.setdefault("Cache-Control", "private")
+            response.headers["Vary"] = "authorization, x-project-id, x-iceberg-access-delegation"
+        origins = settings.host.allow_origin
+        if origins:
+            origin = request.headers.get("origin")
+            if "*" in origins:
+                response.headers["Access-Control-Allow-Origin"] = "*"
+            elif origin and origin in origins:
+                response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Access-Control-Allow-Headers"] = CORS_ALLOWED_HEADERS
+            response.headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, DELETE, HEAD, OPTIONS"
+            response.headers["Access-Control-Expose-Headers"] = "etag, x-request-id"
+        rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        elapsed = time.perf_counter() - getattr(g, "started", time.perf_counter())
+        metrics.observe_request(request.method, rule, response.status_code, elapsed)
+        recorder = app.extensions.get("lakekeeper_endpoint_stats")
+        if recorder is not None:
+            recorder(request, rule, response.status_code)
+        return response
+
+    @app.errorhandler(CatalogError)
+    async def handle_catalog_error(error: CatalogError):
+        if error.code >= 500:
+            log.error("request %s failed: %s %s", getattr(g, "request_id", "-"), error.type, error.message)
+        return error_response(error)
+
+    @app.errorhandler(RequestEntityTooLarge)
+    async def handle_too_large(error):
+        return error_response(CatalogError(413, "RequestEntityTooLarge", "Request body too large"))
+
+    @app.errorhandler(asyncio.TimeoutError)
+    async def handle_timeout(error):
+        return error_response(CatalogError(408, "RequestTimeout", "Request took too long"))
+
+    @app.errorhandler(HTTPException)
+    async def handle_http(error: HTTPException):
+        names = {404: "NotFoundException", 405: "MethodNotAllowed", 408: "RequestTimeout"}
+        message = error.description or error.name
+        if error.code == 404:
+            message = f"No route for {request.method} {request.path}"
+        return error_response(CatalogError(error.code or 500, names.get(error.code, error.name.replace(" ", "")), message))
+
+    @app.errorhandler(Exception)
+    async def handle_unexpected(error: Exception):
+        error_id = new_id()
+        log.exception("unexpected error %s in %s %s", error_id, request.method, request.path)
+        return json_response(
+            {
+                "error": {
+                    "message": f"Internal server error (error id {error_id})",
+                    "type": "InternalServerError",
+                    "code": 500,
+                }
+            },
+            500,
+        )
+
+    @app.get("/health")
+    async def health():
+        from lakekeeper_host.server.lifecycle import health_report
+
+        report = await health_report(state())
+        return json_response(report, 200 if report["status"] == "healthy" else 503)
+
+    return app
+
+
+async def _call_lifecycle(results: list[Any]) -> None:
+    for result in results:
+        if inspect.isawaitable(result):
+            await result

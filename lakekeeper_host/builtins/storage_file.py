@@ -1,0 +1,167 @@
+"""Built-in storage ``file``: a warehouse on the local filesystem (``file:///...`` locations).
+
+The embedded default and the tests use it; it vends no credentials (clients read the files
+directly). It implements the same ``Storage`` interface as the S3/ADLS/GCS plugins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import unquote, urlsplit
+
+from attrs import field, frozen
+
+from lakekeeper_host import hookimpl
+from lakekeeper_host.errors import bad_request
+from lakekeeper_host.registry import StorageSpec
+from lakekeeper_host.service.storage import (
+    TableAccessRequest,
+    TableConfig,
+    ValidationCheck,
+    is_sublocation,
+    join_location,
+)
+from lakekeeper_host.store import new_id
+
+
+def _validate_root(instance, attribute, value: str) -> None:
+    if not value or not os.path.isabs(value):
+        raise ValueError("root must be an absolute directory path")
+
+
+@frozen
+class FileProfile:
+    """``{"type": "file", "root": "/absolute/dir"}``."""
+
+    storage_type: ClassVar[str] = "file"
+    root: str = field(validator=_validate_root)
+    storage_layout: dict | None = None
+
+
+def path_of(location: str) -> Path:
+    parts = urlsplit(location)
+    if parts.scheme not in ("file", ""):
+        raise bad_request(f"Not a file location: {location}", "InvalidLocation")
+    return Path(unquote(parts.path))
+
+
+def location_of(path: str | Path) -> str:
+    return "file://" + str(path)
+
+
+class FileStorage:
+    storage_type = "file"
+
+    def __init__(self, profile: FileProfile):
+        self.profile = profile
+        self._base = location_of(os.path.normpath(profile.root))
+
+    def base_location(self) -> str:
+        return self._base
+
+    def normalize_location(self, location: str) -> str:
+        parts = urlsplit(location)
+        if parts.scheme == "file":
+            # file:/x and file:///x are the same place; Spark writes the former
+            return location_of(os.path.normpath(unquote(parts.path))).rstrip("/")
+        return location.rstrip("/")
+
+    def is_allowed_location(self, location: str) -> bool:
+        return location.startswith("file:") and is_sublocation(
+            self.normalize_location(location), self._base
+        )
+
+    async def write(self, location: str, data: bytes) -> None:
+        path = path_of(location)
+
+        def _write() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{new_id()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)  # readers never see a half-written file
+
+        await asyncio.to_thread(_write)
+
+    async def read(self, location: str) -> bytes:
+        return await asyncio.to_thread(path_of(location).read_bytes)
+
+    async def exists(self, location: str) -> bool:
+        return await asyncio.to_thread(path_of(location).exists)
+
+    async def delete(self, location: str) -> None:
+        await asyncio.to_thread(lambda: path_of(location).unlink(missing_ok=True))
+
+    async def list(self, prefix: str) -> AsyncIterator[str]:
+        root = path_of(prefix)
+
+        def _walk() -> list[str]:
+            if root.is_file():
+                return [location_of(root)]
+            out = []
+            for dirpath, _, files in os.walk(root):
+                out.extend(location_of(Path(dirpath) / f) for f in files)
+            return sorted(out)
+
+        for item in await asyncio.to_thread(_walk):
+            yield item
+
+    async def is_empty(self, prefix: str) -> bool:
+        async for _ in self.list(prefix):
+            return False
+        return True
+
+    async def delete_prefix(self, prefix: str) -> int:
+        root = path_of(prefix)
+
+        def _remove() -> int:
+            if not root.exists():
+                return 0
+            if root.is_file():
+                root.unlink()
+                return 1
+            count = sum(len(files) for _, _, files in os.walk(root))
+            shutil.rmtree(root, ignore_errors=True)
+            return count
+
+        return await asyncio.to_thread(_remove)
+
+    async def table_config(self, request: TableAccessRequest) -> TableConfig:
+        return TableConfig()
+
+    def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:
+        return {}
+
+    async def validate(self, *, vending: bool = True) -> list[ValidationCheck]:
+        probe = join_location(self._base, f".lakekeeper-validation-{new_id()}", "metadata", "test")
+        checks = []
+        try:
+            await self.write(probe, b"test")
+            if await self.read(probe) != b"test":
+                raise OSError("read back different content")
+            await self.delete(probe)
+            await self.delete_prefix(probe.rsplit("/", 2)[0])
+            checks.append(ValidationCheck("lakekeeper-read-write", "passed"))
+        except OSError as exc:
+            checks.append(ValidationCheck("lakekeeper-read-write", "failed", f"{type(exc).__name__}: {exc}"))
+        checks.append(ValidationCheck("vended-credentials-issued", "skipped", "file storage vends no credentials"))
+        return checks
+
+    def immutable_fields(self) -> tuple[str, ...]:
+        return ("root",)
+
+    async def close(self) -> None:
+        return None
+
+
+def build_file_storage(profile: FileProfile, credential: None, ctx) -> FileStorage:
+    return FileStorage(profile)
+
+
+@hookimpl
+def lakekeeper_storage_profiles():
+    return [StorageSpec(storage_type="file", profile_cls=FileProfile, factory=build_file_storage)]

@@ -1,0 +1,157 @@
+"""Specs that plugins hand back from hooks, and the registry that collects and selects them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Generic, TypeVar
+
+import pluggy
+from attrs import field, frozen
+
+T = TypeVar("T")
+
+
+class StartupError(Exception):
+    """Raised when the plugin set or the configuration cannot produce a working server."""
+
+
+@frozen
+class BuildContext:
+    """What a backend factory may use while it is built."""
+
+    settings: Any  # lakekeeper_host.config.Settings
+    db: Any = None  # lakekeeper_host.store.Store, once connected
+    server_id: str | None = None
+
+
+@frozen
+class BackendSpec(Generic[T]):
+    """A selectable or fan-out backend contributed by a plugin.
+
+    ``factory(config, ctx)`` is awaited once at startup; it returns the backend object, or
+    ``None`` when the backend is not configured (fan-out kinds only).
+    """
+
+    name: str
+    factory: Callable[[Any, BuildContext], Awaitable[T | None]]
+    config_cls: type | None = None
+    aliases: tuple[str, ...] = ()
+
+    def names(self) -> tuple[str, ...]:
+        return (normalize_name(self.name), *(normalize_name(a) for a in self.aliases))
+
+
+@frozen
+class StorageSpec:
+    """A storage-profile type contributed by a plugin.
+
+    ``profile_cls`` and ``credential_cls`` are attrs classes structured from the kebab-case
+    ``storage-profile`` / ``storage-credential`` JSON (the ``type`` tag is ``storage_type``).
+    ``factory(profile, credential, ctx)`` builds the warehouse's storage object
+    (``lakekeeper_host.service.storage.Storage``); it must be cheap: it runs per warehouse load.
+    """
+
+    storage_type: str
+    profile_cls: type
+    factory: Callable[..., Any]
+    credential_cls: type | None = None
+    config_cls: type | None = None
+    aliases: tuple[str, ...] = ()
+
+    def names(self) -> tuple[str, ...]:
+        return (normalize_name(self.storage_type), *(normalize_name(a) for a in self.aliases))
+
+
+@frozen
+class TaskQueueSpec:
+    """A task queue: ``handler(task, ctx)`` runs one task; ``config_cls`` is its per-warehouse config."""
+
+    name: str
+    handler: Callable[..., Awaitable[Any]]
+    config_cls: type | None = None
+    default_workers: int = 2
+    # queues a user may schedule through the management API (built-in OSS queues are not)
+    user_schedulable: bool = False
+
+
+def normalize_name(name: str) -> str:
+    return name.strip().lower()
+
+
+@frozen
+class Registry:
+    """Everything the installed plugins contribute, keyed by normalised name."""
+
+    storage: dict[str, StorageSpec]
+    secret_stores: dict[str, BackendSpec]
+    authorizers: dict[str, BackendSpec]
+    event_sinks: dict[str, BackendSpec]
+    contract_checkers: dict[str, BackendSpec]
+    task_queues: dict[str, TaskQueueSpec]
+    # plugin name -> what it contributed, for `lakekeeper plugins` and /management/v1/plugins
+    contributions: dict[str, list[str]] = field(factory=dict)
+
+    @classmethod
+    def collect(cls, pm: pluggy.PluginManager) -> Registry:
+        contributions: dict[str, list[str]] = {}
+
+        def gather(hook_name: str, key: Callable[[Any], Iterable[str]], kind: str) -> dict[str, Any]:
+            result: dict[str, Any] = {}
+            owner: dict[str, str] = {}
+            hook = getattr(pm.hook, hook_name)
+            for impl in hook.get_hookimpls():
+                specs = impl.function() or []
+                plugin_name = pm.get_name(impl.plugin) or repr(impl.plugin)
+                for spec in specs:
+                    names = tuple(key(spec))
+                    for name in names:
+                        if name in result:
+                            raise StartupError(
+                                f"Duplicate {kind} name {name!r}: contributed by both "
+                                f"{owner[name]!r} and {plugin_name!r}"
+                            )
+                        result[name] = spec
+                        owner[name] = plugin_name
+                    contributions.setdefault(plugin_name, []).append(f"{kind}:{names[0]}")
+            return result
+
+        return cls(
+            storage=gather("lakekeeper_storage_profiles", StorageSpec.names, "storage"),
+            secret_stores=gather("lakekeeper_secret_stores", BackendSpec.names, "secret-store"),
+            authorizers=gather("lakekeeper_authorizers", BackendSpec.names, "authorizer"),
+            event_sinks=gather("lakekeeper_event_sinks", BackendSpec.names, "event-sink"),
+            contract_checkers=gather(
+                "lakekeeper_contract_checkers", BackendSpec.names, "contract-checker"
+            ),
+            task_queues=gather(
+                "lakekeeper_task_queues", lambda s: (normalize_name(s.name),), "task-queue"
+            ),
+            contributions=contributions,
+        )
+
+    @staticmethod
+    def _select(table: dict[str, Any], name: str, setting: str) -> Any:
+        try:
+            return table[normalize_name(name)]
+        except KeyError:
+            available = ", ".join(sorted({s.names()[0] for s in table.values()})) or "(none)"
+            raise StartupError(
+                f"{setting}={name!r} is not a known backend; available: {available}"
+            ) from None
+
+    def authorizer(self, name: str) -> BackendSpec:
+        return self._select(self.authorizers, name, "LAKEKEEPER__AUTHZ_BACKEND")
+
+    def secret_store(self, name: str) -> BackendSpec:
+        return self._select(self.secret_stores, name, "LAKEKEEPER__SECRET_BACKEND")
+
+    def storage_spec(self, storage_type: str) -> StorageSpec | None:
+        return self.storage.get(normalize_name(storage_type))
+
+    def unique(self, table: dict[str, T]) -> list[T]:
+        """The specs of one table without alias duplicates, in registration order."""
+        seen: list[T] = []
+        for spec in table.values():
+            if not any(spec is s for s in seen):
+                seen.append(spec)
+        return seen

@@ -1,0 +1,77 @@
+"""Run the app under hypercorn (one or more workers) and print connection settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+import pluggy
+from hypercorn.asyncio import serve as hypercorn_serve
+from hypercorn.config import Config as HypercornConfig
+
+from lakekeeper_host.config import Settings
+from lakekeeper_host.registry import Registry, StartupError
+
+log = logging.getLogger(__name__)
+
+
+def hypercorn_config(settings: Settings) -> HypercornConfig:
+    config = HypercornConfig()
+    bind_ip = settings.bind_ip
+    host = f"[{bind_ip}]" if ":" in bind_ip else bind_ip
+    config.bind = [f"{host}:{settings.host.listen_port}"]
+    config.workers = settings.host.workers
+    config.graceful_timeout = 10
+    config.accesslog = None
+    config.keep_alive_timeout = 75
+    return config
+
+
+def connection_help(settings: Settings, warehouse: str = "demo") -> str:
+    from lakekeeper_host.server.snippets import connection_snippets
+
+    base = settings.host.base_uri or f"http://{'127.0.0.1' if settings.bind_ip in ('0.0.0.0', '::') else settings.bind_ip}:{settings.host.listen_port}"
+    return connection_snippets(base.rstrip("/") + "/catalog", warehouse)
+
+
+def serve(settings: Settings, pm: pluggy.PluginManager, *, force_start: bool = False) -> int:
+    from lakekeeper_host.app import create_app
+    from lakekeeper_host.server.lifecycle import check_backend_selection
+
+    registry = Registry.collect(pm)
+    check_backend_selection(settings, registry)
+    if settings.host.workers > 1:
+        from lakekeeper_host.server.multiworker import serve_workers
+
+        return serve_workers(settings)
+    app = create_app(settings, pm, registry=registry)
+    _start_metrics_server(settings, app)
+    if settings.embedded:
+        print(connection_help(settings), file=sys.stderr, flush=True)
+    shutdown = asyncio.Event()
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, shutdown.set)
+        await hypercorn_serve(app, hypercorn_config(settings), shutdown_trigger=shutdown.wait)
+
+    try:
+        asyncio.run(run())
+    except StartupError:
+        raise
+    return 0
+
+
+def _start_metrics_server(settings: Settings, app) -> None:
+    if not settings.host.metrics.enabled:
+        return
+    from prometheus_client import start_http_server
+
+    metrics = app.extensions["lakekeeper_metrics"]
+    try:
+        start_http_server(settings.host.metrics.port, addr=settings.bind_ip, registry=metrics.registry)
+    except OSError as exc:
+        log.warning("metrics endpoint not started on port %s: %s", settings.host.metrics.port, exc)

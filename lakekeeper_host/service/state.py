@@ -1,0 +1,102 @@
+"""Shared state handed to the server layer: backends, store, settings. No Quart globals."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pluggy
+from attrs import define, field
+
+from lakekeeper_host.config import Settings
+from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.registry import BuildContext, Registry
+from lakekeeper_host.serde import WIRE, structure_body
+from lakekeeper_host.service.authz import Authorizer
+from lakekeeper_host.service.contracts import ContractCheckers
+from lakekeeper_host.service.events import EventDispatcher
+from lakekeeper_host.service.secrets import Secrets
+from lakekeeper_host.service.storage import Storage
+from lakekeeper_host.store import Store
+
+
+@define
+class AppState:
+    settings: Settings
+    pm: pluggy.PluginManager
+    registry: Registry
+    store: Store
+    secrets: Secrets
+    authorizer: Authorizer
+    events: EventDispatcher
+    contracts: ContractCheckers
+    server_id: str | None = None
+    # (warehouse id, warehouse version) -> Storage; profiles are immutable per version
+    _storage_cache: dict[tuple[str, int], Storage] = field(factory=dict)
+    extras: dict[str, Any] = field(factory=dict)
+
+    def build_context(self) -> BuildContext:
+        return BuildContext(settings=self.settings, db=self.store, server_id=self.server_id)
+
+    # ------------------------------------------------------------ storage profiles
+
+    def parse_profile(self, profile_json: Any) -> Any:
+        """Structure a ``storage-profile`` JSON object into the plugin's attrs class."""
+        if not isinstance(profile_json, dict) or "type" not in profile_json:
+            raise bad_request("storage-profile must be an object with a 'type'", "InvalidStorageProfile")
+        spec = self.registry.storage_spec(str(profile_json["type"]))
+        if spec is None:
+            available = ", ".join(sorted(s.storage_type for s in self.registry.unique(self.registry.storage)))
+            raise bad_request(
+                f"Unknown storage-profile type {profile_json['type']!r}; available: {available}",
+                "InvalidStorageProfile",
+            )
+        body = {k: v for k, v in profile_json.items() if k != "type"}
+        return structure_body(body, spec.profile_cls)
+
+    def parse_credential(self, profile_type: str, credential_json: Any) -> Any:
+        if credential_json is None:
+            return None
+        spec = self.registry.storage_spec(profile_type)
+        if spec is None or spec.credential_cls is None:
+            raise bad_request(
+                f"Storage type {profile_type!r} takes no storage-credential", "InvalidStorageCredential"
+            )
+        if not isinstance(credential_json, dict):
+            raise bad_request("storage-credential must be an object", "InvalidStorageCredential")
+        ctype = str(credential_json.get("type", profile_type)).lower()
+        if self.registry.storage_spec(ctype) is not spec:
+            raise bad_request(
+                f"storage-credential type {ctype!r} does not match storage-profile type {profile_type!r}",
+                "InvalidStorageCredential",
+            )
+        body = {k: v for k, v in credential_json.items() if k != "type"}
+        return structure_body(body, spec.credential_cls)
+
+    def profile_to_json(self, profile: Any) -> dict[str, Any]:
+        spec_type = type(profile).storage_type
+        return {"type": spec_type, **WIRE.unstructure(profile)}
+
+    def build_storage(self, profile: Any, credential: Any = None) -> Storage:
+        spec = self.registry.storage_spec(type(profile).storage_type)
+        if spec is None:  # pragma: no cover - parse_profile guarantees a spec
+            raise CatalogError(500, "InternalServerError", "storage plugin missing")
+        return spec.factory(profile, credential, self.build_context())
+
+    async def storage_for(self, warehouse: Any) -> Storage:
+        """The storage of a warehouse row (cached per warehouse version)."""
+        key = (warehouse.id, warehouse.version)
+        cached = self._storage_cache.get(key)
+        if cached is not None:
+            return cached
+        profile_json = json.loads(warehouse.storage_profile) if isinstance(warehouse.storage_profile, str) else warehouse.storage_profile
+        profile = self.parse_profile(profile_json)
+        credential = None
+        if warehouse.storage_secret_id:
+            secret = await self.secrets.get(warehouse.storage_secret_id)
+            credential = self.parse_credential(profile_json["type"], secret)
+        storage = self.build_storage(profile, credential)
+        for old in [k for k in self._storage_cache if k[0] == warehouse.id]:
+            self._storage_cache.pop(old)
+        self._storage_cache[key] = storage
+        return storage

@@ -1,0 +1,149 @@
+"""The storage interface every storage plugin implements (file, s3, adls, gcs, ...).
+
+A plugin's ``StorageSpec.factory(profile, credential, ctx)`` returns a ``Storage`` for one
+warehouse. The host does all metadata IO, location checks, purges and credential vending
+through it, so a new cloud is one plugin.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator
+from typing import Any, Protocol, runtime_checkable
+
+from attrs import field, frozen
+
+
+class StoragePermission(enum.Enum):
+    """What vended credentials may do (Lakekeeper ``StoragePermissions``)."""
+
+    READ = "read"
+    READ_WRITE = "read-write"
+    READ_WRITE_DELETE = "read-write-delete"
+
+
+class DataAccess(enum.Flag):
+    """Parsed ``X-Iceberg-Access-Delegation``."""
+
+    NONE = 0
+    VENDED_CREDENTIALS = enum.auto()
+    REMOTE_SIGNING = enum.auto()
+    CLIENT_MANAGED = enum.auto()
+
+    @classmethod
+    def from_header(cls, value: str | None) -> DataAccess:
+        result = cls.NONE
+        for part in (value or "").split(","):
+            token = part.strip().lower()
+            if token == "vended-credentials":
+                result |= cls.VENDED_CREDENTIALS
+            elif token == "remote-signing":
+                result |= cls.REMOTE_SIGNING
+            elif token == "client-managed":
+                result |= cls.CLIENT_MANAGED
+        return result
+
+    def to_header(self) -> str:
+        parts = []
+        if self & DataAccess.VENDED_CREDENTIALS:
+            parts.append("vended-credentials")
+        if self & DataAccess.REMOTE_SIGNING:
+            parts.append("remote-signing")
+        if self & DataAccess.CLIENT_MANAGED:
+            parts.append("client-managed")
+        return ",".join(parts)
+
+
+@frozen
+class TableAccessRequest:
+    """Everything a storage needs to decide what a client gets for one table."""
+
+    table_location: str
+    permission: StoragePermission
+    access: DataAccess
+    warehouse_id: str
+    tabular_id: str
+    # e.g. <base>/catalog/v1/<wh>/namespaces/<ns>/tables/<t>/credentials
+    refresh_credentials_endpoint: str | None = None
+    # <base>/catalog/ and the table-scoped signer path, for remote signing
+    signer_uri: str | None = None
+    signer_endpoint: str | None = None
+    soft_delete_enabled: bool = False
+
+
+@frozen
+class TableConfig:
+    """Properties for ``config`` and the vended ``storage-credentials`` of a load response."""
+
+    config: dict[str, str] = field(factory=dict)
+    # [{"prefix": <location>, "config": {...}}] -- only when something was vended
+    storage_credentials: list[dict[str, Any]] = field(factory=list)
+    # epoch ms after which the vended credential expires (drives ETag revalidation)
+    expires_at_ms: int | None = None
+
+
+@frozen
+class ValidationCheck:
+    name: str
+    status: str  # passed | failed | skipped
+    message: str | None = None
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """One warehouse's storage: locations, object IO and credential vending."""
+
+    storage_type: str
+
+    def base_location(self) -> str:
+        """The warehouse root, e.g. ``s3://bucket/prefix`` or ``file:///data/wh`` (no trailing /)."""
+
+    def normalize_location(self, location: str) -> str:
+        """Canonical form used for comparisons (scheme aliases, no trailing slash)."""
+
+    def is_allowed_location(self, location: str) -> bool:
+        """Whether a user-supplied location may be used in this warehouse."""
+
+    async def write(self, location: str, data: bytes) -> None: ...
+
+    async def read(self, location: str) -> bytes: ...
+
+    async def exists(self, location: str) -> bool: ...
+
+    async def delete(self, location: str) -> None: ...
+
+    def list(self, prefix: str) -> AsyncIterator[str]:
+        """Every object location under ``prefix`` (recursive)."""
+
+    async def is_empty(self, prefix: str) -> bool: ...
+
+    async def delete_prefix(self, prefix: str) -> int:
+        """Delete every object under ``prefix``; returns how many were removed."""
+
+    async def table_config(self, request: TableAccessRequest) -> TableConfig:
+        """Client properties (and vended credentials) for one table."""
+
+    def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:
+        """Extra ``defaults`` for ``GET /config`` (e.g. ``s3.delete-enabled``)."""
+
+    async def validate(self, *, vending: bool = True) -> list[ValidationCheck]:
+        """Probe the storage: write, read, delete a test object (and vended-credential scope)."""
+
+    def immutable_fields(self) -> tuple[str, ...]:
+        """Profile fields that may not change when the profile is replaced."""
+
+    async def close(self) -> None: ...
+
+
+def join_location(base: str, *parts: str) -> str:
+    out = base.rstrip("/")
+    for part in parts:
+        out += "/" + part.strip("/")
+    return out
+
+
+def is_sublocation(location: str, parent: str) -> bool:
+    """True when ``location`` equals ``parent`` or lies below it (path-segment aware)."""
+    location = location.rstrip("/")
+    parent = parent.rstrip("/")
+    return location == parent or location.startswith(parent + "/")

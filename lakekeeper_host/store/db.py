@@ -1,0 +1,245 @@
+"""Database access for both backends: PostgreSQL (separate read/write pools) and SQLite.
+
+Nothing outside ``store/`` writes SQL. Queries use ``:name`` parameters and portable SQL
+(``ON CONFLICT``, ``RETURNING`` and partial indexes exist in both engines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import databases
+
+from lakekeeper_host.config import ConfigError, Settings
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def new_id() -> str:
+    """UUIDv7-style ids: time-ordered, so keyset pagination and indexes stay local."""
+    ms = now_ms()
+    rand = uuid.uuid4().int & ((1 << 74) - 1)
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 62) << 64 | 0b10 << 62 | (
+        rand & ((1 << 62) - 1)
+    )
+    return str(uuid.UUID(int=value))
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def loads(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+Row = Mapping[str, Any]
+
+
+class Executor:
+    """The query interface shared by ``Store`` and an open ``Transaction``."""
+
+    dialect: str
+
+    async def fetch_one(self, sql: str, values: Mapping[str, Any] | None = None) -> Row | None:
+        raise NotImplementedError
+
+    async def fetch_all(self, sql: str, values: Mapping[str, Any] | None = None) -> list[Row]:
+        raise NotImplementedError
+
+    async def execute(self, sql: str, values: Mapping[str, Any] | None = None) -> None:
+        raise NotImplementedError
+
+    async def fetch_val(self, sql: str, values: Mapping[str, Any] | None = None) -> Any:
+        row = await self.fetch_one(sql, values)
+        return None if row is None else next(iter(row.values()))
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+
+def _row(record: Any) -> Row | None:
+    return None if record is None else dict(record._mapping)
+
+
+class Transaction(Executor):
+    def __init__(self, db: databases.Database, dialect: str):
+        self._db = db
+        self.dialect = dialect
+
+    async def fetch_one(self, sql, values=None):
+        return _row(await self._db.fetch_one(sql, values))
+
+    async def fetch_all(self, sql, values=None):
+        return [dict(r._mapping) for r in await self._db.fetch_all(sql, values)]
+
+    async def execute(self, sql, values=None):
+        await self._db.execute(sql, values)
+
+
+class Store(Executor):
+    """Connection pools plus the transaction discipline of each engine.
+
+    SQLite allows one writer: write transactions are serialised in-process by a lock and
+    across processes by ``BEGIN IMMEDIATE`` with a busy timeout. PostgreSQL uses a write pool
+    and a read pool; optimistic compare-and-swap keeps commits safe across replicas.
+    """
+
+    def __init__(self, write_url: str, read_url: str | None = None, *, pool: tuple[int, int] = (10, 5)):
+        self.write_url = write_url
+        self.dialect = "sqlite" if write_url.startswith("sqlite") else "postgresql"
+        read_pool, write_pool = pool
+        if self.dialect == "postgresql":
+            self._write = databases.Database(write_url, min_size=1, max_size=write_pool)
+            self._read = (
+                databases.Database(read_url, min_size=1, max_size=read_pool)
+                if read_url and read_url != write_url
+                else self._write
+            )
+        else:
+            self._write = databases.Database(write_url)
+            self._read = self._write
+        self._write_lock = asyncio.Lock() if self.dialect == "sqlite" else None
+        self.connected = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Store:
+        return cls(*database_urls(settings), pool=(settings.pg.pg_read_pool_connections,
+                                                   settings.pg.pg_write_pool_connections))
+
+    async def connect(self) -> None:
+        if self.dialect == "sqlite":
+            path = self.write_url.split(":///", 1)[1]
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+        await self._write.connect()
+        if self._read is not self._write:
+            await self._read.connect()
+        if self.dialect == "sqlite":
+            # WAL lets readers proceed while one writer commits; the busy timeout covers
+            # other processes holding the write lock.
+            async with self._write.connection() as conn:
+                await conn.execute("PRAGMA journal_mode=WAL")
+                await conn.execute("PRAGMA busy_timeout=30000")
+                await conn.execute("PRAGMA foreign_keys=ON")
+        self.connected = True
+
+    async def disconnect(self) -> None:
+        if self._read is not self._write:
+            await self._read.disconnect()
+        await self._write.disconnect()
+        self.connected = False
+
+    # reads go to the read pool; use ``transaction()`` for anything that must be fresh
+    async def fetch_one(self, sql, values=None):
+        async with self._sqlite_conn(self._read) as db:
+            return _row(await db.fetch_one(sql, values))
+
+    async def fetch_all(self, sql, values=None):
+        async with self._sqlite_conn(self._read) as db:
+            return [dict(r._mapping) for r in await db.fetch_all(sql, values)]
+
+    async def execute(self, sql, values=None):
+        async with self.transaction() as tx:
+            await tx.execute(sql, values)
+
+    @contextlib.asynccontextmanager
+    async def _sqlite_conn(self, db: databases.Database) -> AsyncIterator[Any]:
+        if self.dialect != "sqlite":
+            yield db
+            return
+        async with db.connection() as conn:
+            if not getattr(conn, "_lk_pragmas", False):
+                await conn.execute("PRAGMA busy_timeout=30000")
+                await conn.execute("PRAGMA foreign_keys=ON")
+                conn._lk_pragmas = True
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        """A write transaction; commits on success, rolls back on any exception."""
+        if self.dialect == "postgresql":
+            async with self._write.connection() as conn:
+                async with conn.transaction():
+                    yield Transaction(conn, self.dialect)
+            return
+        assert self._write_lock is not None
+        async with self._write_lock:
+            async with self._write.connection() as conn:
+                await conn.execute("PRAGMA busy_timeout=30000")
+                await conn.execute("PRAGMA foreign_keys=ON")
+                raw = conn.raw_connection
+                await raw.execute("BEGIN IMMEDIATE")
+                try:
+                    yield Transaction(conn, self.dialect)
+                except BaseException:
+                    await raw.rollback()
+                    raise
+                else:
+                    await raw.commit()
+
+    async def ping(self) -> bool:
+        try:
+            await self.fetch_val("SELECT 1")
+            return True
+        except Exception:  # health reporting must never raise
+            log.exception("database health check failed")
+            return False
+
+
+def database_urls(settings: Settings) -> tuple[str, str | None]:
+    """(write, read) URLs from ``PG_DATABASE_URL_*``, the ``PG_*`` pieces, or embedded SQLite."""
+    pg = settings.pg
+    if pg.pg_database_url_write or pg.pg_database_url_read:
+        write = (pg.pg_database_url_write or pg.pg_database_url_read).get()
+        read = (pg.pg_database_url_read or pg.pg_database_url_write).get()
+        return _asyncpg_url(write, "LAKEKEEPER__PG_DATABASE_URL_WRITE"), _asyncpg_url(
+            read, "LAKEKEEPER__PG_DATABASE_URL_READ"
+        )
+    if pg.pg_host_w:
+        if not pg.pg_database:
+            raise ConfigError("LAKEKEEPER__PG_DATABASE: required when LAKEKEEPER__PG_HOST_W is set")
+        auth = quote(pg.pg_user or "postgres")
+        if pg.pg_password:
+            auth += ":" + quote(pg.pg_password.get(), safe="")
+        write = f"postgresql://{auth}@{pg.pg_host_w}:{pg.pg_port}/{pg.pg_database}"
+        read = f"postgresql://{auth}@{pg.pg_host_r or pg.pg_host_w}:{pg.pg_port}/{pg.pg_database}"
+        return _asyncpg_url(write, "LAKEKEEPER__PG_HOST_W"), _asyncpg_url(read, "LAKEKEEPER__PG_HOST_R")
+    path = pg.sqlite_path or os.path.join(settings.host.data_dir, "catalog.sqlite")
+    return f"sqlite+aiosqlite:///{os.path.abspath(path)}", None
+
+
+def _asyncpg_url(url: str, variable: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql", "postgresql+asyncpg") or not parts.hostname:
+        raise ConfigError(
+            f"{variable}: not a PostgreSQL URL (expected postgresql://user:pass@host:port/db)"
+        )
+    try:
+        parts.port  # noqa: B018 - validates the port
+    except ValueError:
+        raise ConfigError(f"{variable}: the port is not a number") from None
+    return urlunsplit(("postgresql+asyncpg", *parts[1:]))
+
+
+def redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(":" + parts.password + "@", ":**********@")
+        return urlunsplit((parts.scheme, netloc, *parts[2:]))
+    return url

@@ -1,0 +1,103 @@
+"""Versioned schema migrations for both engines.
+
+Files are ``migrations/NNNN_name.sql``; an engine-specific ``NNNN_name.postgres.sql`` or
+``NNNN_name.sqlite.sql`` replaces the shared file for that engine. All pending migrations run
+in one transaction under a lock, so two processes racing to migrate are safe.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from attrs import frozen
+
+from lakekeeper_host.store.db import Executor, Store, now_ms
+
+_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+?)(?:\.(sqlite|postgres))?\.sql$")
+_LOCK_ID = 0x1A7E_C0DE  # advisory-lock key for migrations
+
+
+class MigrationError(Exception):
+    pass
+
+
+@frozen
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def available_migrations(dialect: str) -> list[Migration]:
+    engine = "postgres" if dialect == "postgresql" else "sqlite"
+    chosen: dict[int, tuple[bool, Migration]] = {}
+    for entry in resources.files("lakekeeper_host.store").joinpath("migrations").iterdir():
+        match = _FILE.match(entry.name)
+        if not match:
+            continue
+        version, name, only = int(match[1]), match[2], match[3]
+        if only and only != engine:
+            continue
+        specific = only is not None
+        if version in chosen and chosen[version][0] and not specific:
+            continue
+        chosen[version] = (specific, Migration(version, name, entry.read_text()))
+    return [m for _, (_, m) in sorted(chosen.items())]
+
+
+def _statements(sql: str) -> list[str]:
+    body = "\n".join(line for line in sql.splitlines() if not line.strip().startswith("--"))
+    return [s.strip() for s in body.split(";") if s.strip()]
+
+
+async def _applied(db: Executor) -> list[int]:
+    exists = await db.fetch_val(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'lk_migrations'"
+        if db.is_postgres
+        else "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'lk_migrations'"
+    )
+    if not exists:
+        return []
+    return [r["version"] for r in await db.fetch_all("SELECT version FROM lk_migrations ORDER BY version")]
+
+
+async def migration_status(store: Store) -> tuple[list[int], list[Migration]]:
+    """(applied versions, pending migrations); raises if the database is newer than the code."""
+    applied = await _applied(store)
+    known = available_migrations(store.dialect)
+    newest = known[-1].version if known else 0
+    if applied and applied[-1] > newest:
+        raise MigrationError(
+            f"The database schema (version {applied[-1]}) is newer than this server "
+            f"(knows up to {newest}); upgrade lakekeeper-host instead of downgrading"
+        )
+    done = set(applied)
+    return applied, [m for m in known if m.version not in done]
+
+
+async def migrate(store: Store) -> list[Migration]:
+    """Apply all pending migrations; idempotent. Returns what was applied."""
+    async with store.transaction() as tx:
+        if tx.is_postgres:
+            await tx.execute(f"SELECT pg_advisory_xact_lock({_LOCK_ID})")
+        await tx.execute(
+            "CREATE TABLE IF NOT EXISTS lk_migrations ("
+            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+        )
+        # re-read inside the lock: another process may have migrated meanwhile
+        applied = set(await _applied(tx))
+        known = available_migrations(store.dialect)
+        if applied and max(applied) > (known[-1].version if known else 0):
+            raise MigrationError(
+                f"The database schema (version {max(applied)}) is newer than this server"
+            )
+        pending = [m for m in known if m.version not in applied]
+        for migration in pending:
+            for statement in _statements(migration.sql):
+                await tx.execute(statement)
+            await tx.execute(
+                "INSERT INTO lk_migrations (version, name, applied_at) VALUES (:v, :n, :t)",
+                {"v": migration.version, "n": migration.name, "t": now_ms()},
+            )
+    return pending
