@@ -52,7 +52,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="TOML config file (also LAKEKEEPER__CONFIG_FILE)")
     sub = parser.add_subparsers(dest="command")
     serve = sub.add_parser("serve", help="run the catalog server")
-    serve.add_argument("--force-start", action="store_true", help="start even if migrations are pending")
     serve.add_argument("--migrate", action="store_true", help="apply pending migrations before serving")
     sub.add_parser("migrate", help="apply database migrations (idempotent)")
     wait = sub.add_parser("wait-for-db", help="wait until the database accepts connections")
@@ -97,10 +96,9 @@ def _plugin_manager(settings: Settings):
 def cmd_serve(settings: Settings, args) -> int:
     from lakekeeper_host.server.serve import serve
 
-    if getattr(args, "migrate", False):
-        settings.raw.setdefault("debug", {})["migrate_before_serve"] = "true"
+    if args.migrate:
         settings = load_settings(config_file=args.config, overrides={"debug": {"migrate_before_serve": "true"}})
-    return serve(settings, _plugin_manager(settings), force_start=getattr(args, "force_start", False))
+    return serve(settings, _plugin_manager(settings))
 
 
 def cmd_migrate(settings: Settings, args) -> int:

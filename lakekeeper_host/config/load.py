@@ -133,7 +133,7 @@ class Settings:
     and remembers which keys were consumed, so leftovers can be reported.
     """
 
-    raw: dict[str, Any]
+    raw: dict[str, Any] = attrs.field(repr=False)
     host: HostConfig
     pg: PgConfig
     auth: AuthConfig
@@ -193,8 +193,21 @@ def _is_secret(tp: Any) -> bool:
     return tp is Secret or Secret in typing.get_args(tp) or tp in ("Secret", "Secret | None")
 
 
+def _validator_messages(exc: BaseException, prefix: tuple[str, ...] = ()) -> list[str]:
+    """attrs validators raise ``ValueError(msg, attribute, ...)`` inside ``__init__``; name the key."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [m for sub in exc.exceptions for m in _validator_messages(sub, prefix)]
+    args = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[1], attrs.Attribute):
+        return [f"{env_name((*prefix, args[1].name))}: {args[0]}"]
+    return []
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, (ClassValidationError, IterableValidationError)):
+        from_validators = _validator_messages(exc)
+        if from_validators:
+            return "; ".join(from_validators)
         messages = []
         for msg in cattrs.transform_error(exc, path="$"):
             text, _, path = msg.rpartition(" @ ")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from attrs import field, frozen
+from attrs import field, frozen, validators
 
 from lakekeeper_host.config.types import Secret
 
@@ -67,11 +67,11 @@ class HostConfig:
     reserved_namespaces: tuple[str, ...] = ()
     allow_origin: tuple[str, ...] = ()
     serve_swagger_ui: bool = True
-    pagination_size_default: int = 100
-    pagination_size_max: int = 1000
+    pagination_size_default: int = field(default=100, validator=validators.ge(1))
+    pagination_size_max: int = field(default=1000, validator=validators.ge(1))
     max_request_body_size: int = 33554432
     max_request_time: timedelta = timedelta(seconds=30)
-    maintenance_mode: str = "off"
+    maintenance_mode: str = field(default="off", validator=validators.in_(("off", "read-only")))
     skip_storage_validation: bool = False
     log_cloudevents: bool = False
     secret_backend: str = "postgres"
@@ -97,11 +97,6 @@ class HostConfig:
     log_format: str = "json"
     log_level: str = "info"
 
-    def __attrs_post_init__(self) -> None:
-        if self.maintenance_mode not in ("off", "read-only"):
-            raise ValueError("must be 'off' or 'read-only'")
-        if self.pagination_size_default < 1 or self.pagination_size_max < 1:
-            raise ValueError("page sizes must be positive")
 
     @property
     def all_reserved_namespaces(self) -> frozenset[str]:

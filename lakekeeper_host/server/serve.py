@@ -36,12 +36,13 @@ def connection_help(settings: Settings, warehouse: str = "demo") -> str:
     return connection_snippets(base.rstrip("/") + "/catalog", warehouse)
 
 
-def serve(settings: Settings, pm: pluggy.PluginManager, *, force_start: bool = False) -> int:
+def serve(settings: Settings, pm: pluggy.PluginManager) -> int:
     from lakekeeper_host.app import create_app
     from lakekeeper_host.server.lifecycle import check_backend_selection
 
     registry = Registry.collect(pm)
     check_backend_selection(settings, registry)
+    asyncio.run(preflight(settings))
     if settings.host.workers > 1:
         from lakekeeper_host.server.multiworker import serve_workers
 
@@ -63,6 +64,22 @@ def serve(settings: Settings, pm: pluggy.PluginManager, *, force_start: bool = F
     except StartupError:
         raise
     return 0
+
+
+async def preflight(settings: Settings) -> None:
+    """Fail with one clear line before hypercorn starts: bad URLs, unreachable or unmigrated DB."""
+    from lakekeeper_host.server.lifecycle import ensure_schema
+    from lakekeeper_host.store import Store
+
+    store = Store.from_settings(settings)
+    try:
+        await store.connect()
+    except Exception as exc:
+        raise StartupError(f"cannot connect to the database: {type(exc).__name__}: {exc}") from None
+    try:
+        await ensure_schema(store, settings)
+    finally:
+        await store.disconnect()
 
 
 def _start_metrics_server(settings: Settings, app) -> None:

@@ -1,0 +1,126 @@
+"""Configuration: env + file, Lakekeeper names and defaults, typed errors, redaction."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from lakekeeper_host.config import ConfigError, Secret, load_settings
+from lakekeeper_host.config.types import format_duration, parse_duration
+
+
+def test_lakekeeper_defaults():
+    settings = load_settings({})
+    host = settings.host
+    assert host.listen_port == 8181
+    assert host.pagination_size_default == 100 and host.pagination_size_max == 1000
+    assert host.max_request_body_size == 33554432
+    assert host.max_request_time == timedelta(seconds=30)
+    assert host.authz_backend == "allowall" and host.secret_backend == "postgres"
+    assert host.enable_default_project is True
+    assert host.default_project_id == "00000000-0000-0000-0000-000000000000"
+    assert host.metrics.port == 9000
+    assert settings.pg.pg_read_pool_connections == 10 and settings.pg.pg_write_pool_connections == 5
+    assert settings.embedded and settings.bind_ip == "127.0.0.1"
+
+
+def test_env_nesting_and_types():
+    settings = load_settings(
+        {
+            "LAKEKEEPER__LISTEN_PORT": "9999",
+            "LAKEKEEPER__METRICS__PORT": "9100",
+            "LAKEKEEPER__IDEMPOTENCY__LIFETIME": "PT10M",
+            "LAKEKEEPER__ALLOW_ORIGIN": "http://a, http://b",
+            "LAKEKEEPER__RESERVED_NAMESPACES": '["tmp", "scratch"]',
+            "LAKEKEEPER__SKIP_STORAGE_VALIDATION": "TRUE",
+            "LAKEKEEPER__OPENID_PROVIDERS__OKTA__URI": "https://okta.example",
+            "LAKEKEEPER__OPENID_PROVIDERS__OKTA__AUDIENCE": "a,b",
+        }
+    )
+    assert settings.host.listen_port == 9999
+    assert settings.host.metrics.port == 9100
+    assert settings.host.idempotency.lifetime == timedelta(minutes=10)
+    assert settings.host.allow_origin == ("http://a", "http://b")
+    assert settings.host.all_reserved_namespaces >= {"system", "tmp", "scratch"}
+    assert settings.host.skip_storage_validation is True
+    assert settings.auth.openid_providers["okta"].audience == ("a", "b")
+
+
+def test_legacy_prefix_is_read_and_lakekeeper_prefix_wins():
+    settings = load_settings({"ICEBERG_REST__LISTEN_PORT": "1111", "ICEBERG_REST__BASE_URI": "http://old"})
+    assert settings.host.listen_port == 1111 and settings.host.base_uri == "http://old"
+    settings = load_settings({"ICEBERG_REST__LISTEN_PORT": "1111", "LAKEKEEPER__LISTEN_PORT": "2222"})
+    assert settings.host.listen_port == 2222
+
+
+def test_file_then_env_override(tmp_path):
+    config = tmp_path / "lk.toml"
+    config.write_text('listen_port = 7000\nbase_uri = "http://from-file"\n[metrics]\nport = 9300\n')
+    settings = load_settings({"LAKEKEEPER__LISTEN_PORT": "7001"}, config_file=config)
+    assert settings.host.listen_port == 7001
+    assert settings.host.base_uri == "http://from-file"
+    assert settings.host.metrics.port == 9300
+    via_env = load_settings({"LAKEKEEPER__CONFIG_FILE": str(config)})
+    assert via_env.host.listen_port == 7000
+
+
+@pytest.mark.parametrize(
+    "environ, variable",
+    [
+        ({"LAKEKEEPER__LISTEN_PORT": "eighty"}, "LAKEKEEPER__LISTEN_PORT"),
+        ({"LAKEKEEPER__METRICS__PORT": "x"}, "LAKEKEEPER__METRICS__PORT"),
+        ({"LAKEKEEPER__SKIP_STORAGE_VALIDATION": "maybe"}, "LAKEKEEPER__SKIP_STORAGE_VALIDATION"),
+        ({"LAKEKEEPER__MAX_REQUEST_TIME": "soon"}, "LAKEKEEPER__MAX_REQUEST_TIME"),
+        ({"LAKEKEEPER__MAINTENANCE_MODE": "sometimes"}, "LAKEKEEPER__MAINTENANCE_MODE"),
+    ],
+)
+def test_bad_values_name_the_variable(environ, variable):
+    with pytest.raises(ConfigError) as info:
+        load_settings(environ)
+    assert variable in str(info.value)
+
+
+def test_key_that_is_both_value_and_section_is_an_error():
+    with pytest.raises(ConfigError, match="LAKEKEEPER__METRICS"):
+        load_settings({"LAKEKEEPER__METRICS": "1", "LAKEKEEPER__METRICS__PORT": "2"})
+
+
+def test_unknown_keys_warn_or_fail_under_strict(caplog):
+    settings = load_settings({"LAKEKEEPER__LISTEN_PROT": "1"})
+    assert settings.unknown_keys() == ["LAKEKEEPER__LISTEN_PROT"]
+    settings.report_unknown()
+    assert "Unknown config key(s): LAKEKEEPER__LISTEN_PROT" in caplog.text
+    strict = load_settings({"LAKEKEEPER__LISTEN_PROT": "1", "LAKEKEEPER__STRICT_CONFIG": "true"})
+    with pytest.raises(ConfigError, match="LAKEKEEPER__LISTEN_PROT"):
+        strict.report_unknown()
+
+
+def test_secrets_are_redacted_everywhere(tmp_path):
+    key_file = tmp_path / "key"
+    key_file.write_text("from-a-file-secret\n")
+    settings = load_settings(
+        {
+            "LAKEKEEPER__PG_PASSWORD": "hunter2-super-secret",
+            "LAKEKEEPER__PG_ENCRYPTION_KEY_FILE": str(key_file),
+            "LAKEKEEPER__PG_DATABASE_URL_WRITE": "postgresql://u:pw-in-url@h/db",
+        }
+    )
+    assert settings.pg.pg_password.get() == "hunter2-super-secret"
+    assert settings.pg.pg_encryption_key.get() == "from-a-file-secret"
+    text = repr(settings.pg) + str(settings.pg) + repr(settings)
+    for secret in ("hunter2-super-secret", "from-a-file-secret", "pw-in-url"):
+        assert secret not in text
+    assert repr(Secret("x")) == "Secret('**********')"
+
+
+def test_durations():
+    assert parse_duration("PT30M") == timedelta(minutes=30)
+    assert parse_duration("P1DT2H") == timedelta(days=1, hours=2)
+    assert parse_duration("500ms") == timedelta(milliseconds=500)
+    assert parse_duration("30s") == timedelta(seconds=30)
+    assert parse_duration(5) == timedelta(seconds=5)
+    assert format_duration(timedelta(minutes=30)) == "PT30M"
+    assert format_duration(timedelta(hours=1, seconds=5)) == "PT1H5S"
+    with pytest.raises(ValueError):
+        parse_duration("PT")
