@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 
 
 class Metrics:
@@ -33,12 +34,13 @@ class Metrics:
         self.events_published = Counter(
             "lakekeeper_events_published_total", "Delivered events by sink", ["sink"], registry=self.registry
         )
-        self.db_pool = Gauge(
-            "lakekeeper_db_pool_connections", "Database pool connections", ["pool", "state"], registry=self.registry
-        )
         self.tasks = Counter(
             "lakekeeper_task_runs_total", "Task attempts by queue and outcome", ["queue", "outcome"], registry=self.registry
         )
+
+    def bind_store(self, store) -> None:
+        """Report the store's pool sizes at scrape time."""
+        self.registry.register(_PoolCollector(store))
 
     def observe_request(self, method: str, endpoint: str, status: int, seconds: float) -> None:
         self.requests.labels(method, endpoint, str(status)).inc()
@@ -46,3 +48,18 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _PoolCollector:
+    def __init__(self, store):
+        self.store = store
+
+    def collect(self):
+        family = GaugeMetricFamily(
+            "lakekeeper_db_pool_connections", "Database pool connections", labels=["pool", "state"]
+        )
+        for pool, stats in self.store.pool_stats().items():
+            family.add_metric([pool, "open"], stats["size"])
+            family.add_metric([pool, "idle"], stats["idle"])
+            family.add_metric([pool, "in_use"], stats["size"] - stats["idle"])
+        yield family

@@ -21,8 +21,26 @@ def kebab(name: str) -> str:
     return name.rstrip("_").replace("_", "-")
 
 
+def _strict(expected: type, *also: type):
+    """JSON scalars must already have the right type: no ``bool("yes")`` or ``int("3")`` coercion."""
+    accepted = (expected, *also)
+
+    def structure(value: Any, _: type) -> Any:
+        if isinstance(value, bool) and expected is not bool:
+            raise ValueError(f"expected {expected.__name__}, got a boolean")
+        if not isinstance(value, accepted):
+            raise ValueError(f"expected {expected.__name__}, got {type(value).__name__}")
+        return expected(value)
+
+    return structure
+
+
 def make_wire_converter() -> cattrs.Converter:
     conv = cattrs.Converter(omit_if_default=False, forbid_extra_keys=False)
+    conv.register_structure_hook(bool, _strict(bool))
+    conv.register_structure_hook(int, _strict(int))
+    conv.register_structure_hook(float, _strict(float, int))
+    conv.register_structure_hook(str, _strict(str))
 
     def unstructure_factory(cls: type):
         return make_dict_unstructure_fn(
@@ -53,12 +71,18 @@ def structure_body(body: Any, cls: type, converter: cattrs.Converter = WIRE) -> 
     try:
         return converter.structure(body, cls)
     except (ClassValidationError, IterableValidationError) as exc:
-        messages = cattrs.transform_error(exc, path="body")
+        messages = [_wire_path(m) for m in cattrs.transform_error(exc, path="body")]
         raise bad_request("Invalid request body: " + "; ".join(messages)) from None
     except (ValueError, TypeError, KeyError) as exc:
         raise bad_request(f"Invalid request body: {exc}") from None
     except CatalogError:
         raise
+
+
+def _wire_path(message: str) -> str:
+    """``... @ body.accept_terms_of_use`` -> ``... @ body.accept-terms-of-use`` (the key the client sent)."""
+    text, sep, path = message.rpartition(" @ ")
+    return f"{text}{sep}{kebab(path)}" if sep else message
 
 
 def unstructure(obj: Any) -> Any:

@@ -95,6 +95,8 @@ async def startup_state(
         server_id=server.server_id,
     )
     state.extras["metrics"] = metrics
+    if metrics is not None:
+        metrics.bind_store(store)
     events.start()
     if settings.embedded and settings.host.embedded_quickstart:
         from lakekeeper_host.server.quickstart import embedded_quickstart

@@ -193,6 +193,17 @@ class Store(Executor):
                 else:
                     await raw.commit()
 
+    def pool_stats(self) -> dict[str, dict[str, int]]:
+        """Connections per pool: {"write": {"size": n, "idle": m}, "read": {...}} (PostgreSQL only)."""
+        stats: dict[str, dict[str, int]] = {}
+        pools = {"write": self._write, "read": self._read}
+        for name, db in pools.items():
+            pool = getattr(getattr(db, "_backend", None), "_pool", None)
+            if pool is None or not hasattr(pool, "get_size"):
+                continue
+            stats[name] = {"size": pool.get_size(), "idle": pool.get_idle_size()}
+        return stats
+
     async def ping(self) -> bool:
         try:
             await self.fetch_val("SELECT 1")

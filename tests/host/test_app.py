@@ -1,0 +1,174 @@
+"""Cross-cutting HTTP behaviour of the host: health, errors, request ids, headers, limits, docs, metrics."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from lakekeeper_host.app import create_app
+from lakekeeper_host.config import load_settings
+from lakekeeper_host.plugins import make_plugin_manager
+from lakekeeper_host.testing.server import CatalogServer
+
+
+def make_app(tmp_path, **env):
+    environ = {"LAKEKEEPER__DATA_DIR": str(tmp_path), **{f"LAKEKEEPER__{k}": v for k, v in env.items()}}
+    return create_app(load_settings(environ), make_plugin_manager(load_entrypoints=False))
+
+
+@pytest.fixture
+async def client(tmp_path):
+    app = make_app(tmp_path)
+    async with app.test_app() as test_app:
+        yield test_app.test_client()
+
+
+async def test_health_reports_each_backend(client):
+    response = await client.get("/health")
+    assert response.status_code == 200
+    body = await response.get_json()
+    assert body["status"] == "healthy"
+    assert body["checks"] == {"database": "healthy", "secret-store": "healthy", "authorizer": "healthy"}
+    assert "Cache-Control" not in response.headers
+
+
+@pytest.mark.postgres
+def test_health_is_503_while_postgres_is_down_and_recovers():
+    """A real outage: the server's PostgreSQL is stopped and started again under it."""
+    from lakekeeper_host.testing.services import PostgresServer
+
+    with PostgresServer() as pg:
+        url = pg.create_database("health_outage")
+        with CatalogServer({"LAKEKEEPER__PG_DATABASE_URL_WRITE": url}) as server:
+            assert httpx.get(server.url + "/health").status_code == 200
+            pg.stop()
+            down = httpx.get(server.url + "/health", timeout=30)
+            assert down.status_code == 503
+            assert down.json()["checks"]["database"] == "unhealthy"
+            pg.start()
+            statuses = [httpx.get(server.url + "/health", timeout=30).status_code for _ in range(20)]
+            assert statuses[-1] == 200
+
+
+async def test_unknown_route_is_an_iceberg_error_model(client):
+    response = await client.get("/catalog/v1/nothing/here/at/all")
+    assert response.status_code == 404
+    assert await response.get_json() == {
+        "error": {"message": "No route for GET /catalog/v1/nothing/here/at/all", "type": "NotFoundException", "code": 404}
+    }
+
+
+async def test_request_id_is_generated_or_propagated(client):
+    generated = await client.get("/management/v1/info")
+    assert len(generated.headers["x-request-id"]) == 36
+    echoed = await client.get("/management/v1/info", headers={"x-request-id": "my-trace-1"})
+    assert echoed.headers["x-request-id"] == "my-trace-1"
+
+
+async def test_cache_headers_on_api_responses(client):
+    response = await client.get("/management/v1/info")
+    assert response.headers["Cache-Control"] == "private"
+    assert response.headers["Vary"] == "authorization, x-project-id, x-iceberg-access-delegation"
+
+
+async def test_cors_only_when_configured(tmp_path, client):
+    plain = await client.get("/management/v1/info", headers={"Origin": "http://ui.example"})
+    assert "Access-Control-Allow-Origin" not in plain.headers
+    app = make_app(tmp_path / "cors", ALLOW_ORIGIN="http://ui.example")
+    async with app.test_app() as test_app:
+        cors = test_app.test_client()
+        allowed = await cors.get("/management/v1/info", headers={"Origin": "http://ui.example"})
+        assert allowed.headers["Access-Control-Allow-Origin"] == "http://ui.example"
+        assert "etag" in allowed.headers["Access-Control-Expose-Headers"]
+        other = await cors.get("/management/v1/info", headers={"Origin": "http://evil.example"})
+        assert "Access-Control-Allow-Origin" not in other.headers
+        preflight = await cors.options("/catalog/v1/config", headers={"Origin": "http://ui.example"})
+        assert preflight.status_code == 204
+        assert "x-iceberg-access-delegation" in preflight.headers["Access-Control-Allow-Headers"]
+
+
+async def test_body_size_limit(tmp_path):
+    app = make_app(tmp_path, MAX_REQUEST_BODY_SIZE="1024")
+    async with app.test_app() as test_app:
+        response = await test_app.test_client().post(
+            "/management/v1/project", data=b'{"project-name": "' + b"x" * 4096 + b'"}',
+            headers={"Content-Type": "application/json"},
+        )
+        assert response.status_code == 413
+        assert (await response.get_json())["error"]["type"] == "RequestEntityTooLarge"
+
+
+async def test_maintenance_mode_rejects_writes_but_serves_reads(tmp_path):
+    app = make_app(tmp_path, MAINTENANCE_MODE="read-only")
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        write = await client.post("/management/v1/project", json={"project-name": "p"})
+        assert write.status_code == 503
+        assert write.headers["Retry-After"] == "60"
+        assert (await write.get_json())["error"]["type"] == "MaintenanceModeError"
+        assert (await client.get("/management/v1/project-list")).status_code == 200
+
+
+async def test_malformed_body_names_the_field(client):
+    response = await client.post("/management/v1/bootstrap", json={"accept-terms-of-use": "yes please"})
+    assert response.status_code == 400
+    error = (await response.get_json())["error"]
+    assert error["type"] == "BadRequestException"
+    assert "accept-terms-of-use" in error["message"]
+    not_json = await client.post("/management/v1/bootstrap", data=b"{nope", headers={"Content-Type": "application/json"})
+    assert not_json.status_code == 400 and "not valid JSON" in (await not_json.get_json())["error"]["message"]
+
+
+async def test_embedded_default_is_bootstrapped_once(client):
+    info = await (await client.get("/management/v1/info")).get_json()
+    assert info["bootstrapped"] is True
+    again = await client.post("/management/v1/bootstrap", json={"accept-terms-of-use": True})
+    assert again.status_code == 400
+    assert (await again.get_json())["error"]["type"] == "CatalogAlreadyBootstrapped"
+    warehouses = await (await client.get("/management/v1/warehouse")).get_json()
+    assert [w["name"] for w in warehouses["warehouses"]] == ["demo"]
+
+
+async def test_openapi_documents_list_the_served_routes(client):
+    catalog = await (await client.get("/api-docs/management/v1/openapi.json")).get_json()
+    assert "/management/v1/plugins" in catalog["paths"]
+    assert "get" in catalog["paths"]["/management/v1/warehouse/{warehouse_id}"]
+    page = await client.get("/swagger-ui")
+    assert page.status_code == 200 and b"SwaggerUIBundle" in await page.get_data()
+    asset = await client.get("/swagger-ui/assets/swagger-ui-bundle.js")
+    assert asset.status_code == 200
+
+
+async def test_swagger_can_be_disabled(tmp_path):
+    app = make_app(tmp_path, SERVE_SWAGGER_UI="false")
+    async with app.test_app() as test_app:
+        assert (await test_app.test_client().get("/swagger-ui")).status_code == 404
+
+
+@pytest.mark.postgres
+def test_two_workers_on_postgres_share_one_port_and_report_pools(pg_url):
+    env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url, "LAKEKEEPER__PG_DATABASE_URL_READ": pg_url}
+    with CatalogServer(env, workers=2) as server:
+        for _ in range(40):
+            with httpx.Client() as client:  # a new connection each time, so both workers are hit
+                response = client.get(server.url + "/health")
+                assert response.status_code == 200
+        info = httpx.get(server.url + "/management/v1/info").json()
+        assert info["server-id"]
+        # the parent aggregates the workers' counters on the metrics port
+        metrics = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text
+        count = [
+            line for line in metrics.splitlines()
+            if line.startswith('lakekeeper_http_requests_total{endpoint="/health",method="GET",status="200"}')
+        ]
+        assert count and float(count[0].split()[-1]) >= 40
+
+
+@pytest.mark.postgres
+def test_pool_gauges_and_request_metrics(pg_url):
+    env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url}
+    with CatalogServer(env) as server:
+        httpx.get(server.url + "/management/v1/info")
+        text = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text
+    assert 'lakekeeper_db_pool_connections{pool="write",state="open"}' in text
+    assert 'lakekeeper_http_requests_total{endpoint="/management/v1/info",method="GET",status="200"}' in text
