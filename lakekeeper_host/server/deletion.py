@@ -1,0 +1,213 @@
+"""Dropping and undropping tables and views (Lakekeeper §9.1, §9.2).
+
+The catalog API calls :func:`drop_tabular` from its DELETE table/view routes after resolving the
+row and checking that the caller may drop it; the management API calls :func:`undrop_tabulars`.
+
+Semantics:
+
+* ``purge`` -- remove the files too. Lakekeeper treats every table as *managed*: the catalog
+  route passes ``purge=True`` unless the client sent ``purgeRequested=false``.
+* ``force`` -- bypass protection **and** soft deletion (immediate hard delete).
+* warehouse ``delete-profile`` ``soft``: the row gets ``deleted_at``, disappears from the catalog
+  and a ``soft_deletion`` task is scheduled at drop time + ``expiration-seconds``; when it runs it
+  hard-deletes the row and, if purge was requested, schedules ``tabular_purge``.
+* ``hard`` (default): the row is deleted now; with purge a ``tabular_purge`` task removes the
+  files asynchronously through the warehouse storage.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from lakekeeper_host.errors import CatalogError, bad_request, not_found
+from lakekeeper_host.service.state import AppState
+from lakekeeper_host.store import tabular_admin
+from lakekeeper_host.store import tasks as task_store
+from lakekeeper_host.store.db import Executor
+
+log = logging.getLogger(__name__)
+
+SOFT_DELETION_QUEUE = "soft_deletion"
+TABULAR_PURGE_QUEUE = "tabular_purge"
+
+_KIND_LABEL = {"table": "Table", "view": "View"}
+
+
+def _typ(tabular: Any) -> str:
+    return str(getattr(tabular, "typ", "table"))
+
+
+def protected_error(tabular: Any) -> CatalogError:
+    label = _KIND_LABEL.get(_typ(tabular), "Tabular")
+    return CatalogError(
+        409,
+        f"{label}Protected",
+        f"{label} {tabular.name!r} is protected and cannot be dropped; set protection to false or use force=true",
+    )
+
+
+async def entity_name(db: Executor, namespace_id: str, name: str) -> list[str]:
+    """``[*namespace parts, name]`` for task listings."""
+    from lakekeeper_host.server.namespace_admin import namespace_parts
+
+    return [*await namespace_parts(db, namespace_id), name]
+
+
+async def schedule_purge(
+    db: Executor, *, project_id: str, warehouse_id: str, tabular: Any, name: list[str] | None = None
+) -> str | None:
+    """Schedule ``tabular_purge`` for a deleted tabular's location (inside the caller's transaction)."""
+    return await task_store.schedule_task(
+        db,
+        project_id=project_id,
+        warehouse_id=warehouse_id,
+        queue_name=TABULAR_PURGE_QUEUE,
+        entity_type=_typ(tabular),
+        entity_id=tabular.id,
+        entity_name=name,
+        payload={"tabular-location": tabular.location, "typ": _typ(tabular)},
+    )
+
+
+# ---------------------------------------------------------------- drop
+
+
+async def drop_tabular(state: AppState, meta: Any, warehouse: Any, tabular: Any, *, purge: bool, force: bool) -> None:
+    """Drop one live table or view of ``warehouse`` (a ``WarehouseRow``).
+
+    ``tabular`` is the catalog's row object (``id, namespace_id, name, typ, location, protected``...).
+    Raises 409 ``TableProtected``/``ViewProtected`` for protected rows without ``force``, 404 when a
+    concurrent drop won. Runs ``ContractCheckers.check_drop`` first. The caller emits the catalog
+    event (``dropTable``/``dropView``) after this returns.
+    """
+    # ------------------------------------------------ VALIDATIONS
+    if getattr(tabular, "protected", False) and not force:
+        raise protected_error(tabular)
+    await state.contracts.check_drop(tabular)
+
+    # ------------------------------------------------ BUSINESS LOGIC
+    soft_seconds = warehouse.soft_delete_seconds
+    staged = bool(getattr(tabular, "staged", False)) or getattr(tabular, "metadata_location", "") is None
+    async with state.store.transaction() as tx:
+        name = await entity_name(tx, tabular.namespace_id, tabular.name)
+        if soft_seconds is not None and not force and not staged:
+            dropped = await tabular_admin.soft_delete(tx, tabular.id, force=force)
+            if dropped is None:
+                await _raise_gone(tx, warehouse.id, tabular)
+            await task_store.schedule_task(
+                tx,
+                project_id=warehouse.project_id,
+                warehouse_id=warehouse.id,
+                queue_name=SOFT_DELETION_QUEUE,
+                entity_type=_typ(tabular),
+                entity_id=tabular.id,
+                entity_name=name,
+                payload={"deletion-kind": "purge" if purge else "default", "typ": _typ(tabular)},
+                scheduled_for=dropped.deleted_at + soft_seconds * 1000,
+            )
+        else:
+            dropped = await tabular_admin.hard_delete(tx, tabular.id, force=force)
+            if dropped is None:
+                await _raise_gone(tx, warehouse.id, tabular)
+            # a stale expiration/purge of an earlier incarnation must not linger
+            await task_store.cancel_entity_tasks(tx, [tabular.id], queue_names=(SOFT_DELETION_QUEUE,))
+            if purge:
+                await schedule_purge(
+                    tx, project_id=warehouse.project_id, warehouse_id=warehouse.id, tabular=dropped, name=name
+                )
+
+
+async def _raise_gone(db: Executor, warehouse_id: str, tabular: Any) -> None:
+    current = await tabular_admin.get_tabular_info(db, warehouse_id, tabular.id)
+    if current is not None and current.protected:
+        raise protected_error(current)
+    label = _KIND_LABEL.get(_typ(tabular), "Tabular")
+    raise not_found(f"{label} {tabular.name!r} does not exist", f"NoSuch{label}Exception")
+
+
+# ---------------------------------------------------------------- undrop
+
+
+def _target(item: Any) -> tuple[str, str]:
+    if isinstance(item, dict):
+        return str(item.get("type")), str(item.get("id"))
+    return str(getattr(item, "type")), str(getattr(item, "id"))
+
+
+async def undrop_tabulars(state: AppState, meta: Any, warehouse_id: str, targets: Iterable[Any]) -> list[Any]:
+    """Restore soft-deleted tables/views: clear ``deleted_at`` and cancel their pending expiration.
+
+    ``targets`` are ``{"type": "table"|"view", "id": ...}`` items. All or nothing: an unknown id is a
+    404, a name taken meanwhile by a live table or view a 409, an expiration already running a 409.
+    Returns the restored rows.
+    """
+    wanted = [_target(t) for t in targets]
+    for typ, _ in wanted:
+        if typ not in ("table", "view"):
+            raise bad_request(f"targets[].type must be 'table' or 'view', got {typ!r}")
+    restored = []
+    async with state.store.transaction() as tx:
+        for typ, tabular_id in wanted:
+            row = await tabular_admin.get_tabular_info(tx, warehouse_id, tabular_id, include_deleted=True)
+            if row is None or row.deleted_at is None or row.typ != typ:
+                raise not_found(f"No soft-deleted {typ} with id {tabular_id}", "TabularNotFound")
+            if await tabular_admin.live_name_taken(tx, row.namespace_id, row.name):
+                raise CatalogError(
+                    409,
+                    "TabularAlreadyExists",
+                    f"Cannot undrop {typ} {row.name!r}: a table or view with that name exists in its namespace",
+                )
+            for task in await _entity_tasks(tx, tabular_id, SOFT_DELETION_QUEUE):
+                if task.status != "scheduled":
+                    raise CatalogError(
+                        409, "TabularExpirationRunning", f"The expiration of {typ} {row.name!r} is already running"
+                    )
+                await task_store.cancel_task(tx, task.id, "Cancelled by undrop")
+            await tabular_admin.clear_deleted(tx, tabular_id)
+            restored.append(row)
+    return restored
+
+
+async def _entity_tasks(db: Executor, entity_id: str, queue_name: str) -> list[task_store.TaskRow]:
+    rows = await db.fetch_all(
+        "SELECT * FROM task WHERE entity_id = :e AND queue_name = :q", {"e": entity_id, "q": queue_name}
+    )
+    return [task_store.task_from_row(r) for r in rows]
+
+
+# ---------------------------------------------------------------- task handlers
+
+
+async def expire_tabular(state: AppState, task: task_store.TaskRow) -> str:
+    """``soft_deletion`` handler: hard-delete the soft-deleted row; schedule the purge if requested."""
+    async with state.store.transaction() as tx:
+        dropped = await tabular_admin.hard_delete(tx, task.entity_id, force=True, deleted=True)
+        if dropped is None:
+            return "Tabular no longer soft-deleted (undropped or already removed)"
+        if task.payload.get("deletion-kind") == "purge":
+            await schedule_purge(
+                tx,
+                project_id=task.project_id,
+                warehouse_id=dropped.warehouse_id,
+                tabular=dropped,
+                name=task.entity_name,
+            )
+            return "Expired; purge scheduled"
+    return "Expired"
+
+
+async def purge_tabular(state: AppState, task: task_store.TaskRow) -> str:
+    """``tabular_purge`` handler: delete every file under the tabular's location."""
+    from lakekeeper_host.store import warehouses as warehouse_store
+
+    location = task.payload.get("tabular-location")
+    if not location:
+        return "Nothing to purge (no location)"
+    warehouse = await warehouse_store.get_warehouse(state.store, task.warehouse_id)
+    if warehouse is None:
+        return "Warehouse no longer exists"
+    storage = await state.storage_for(warehouse)
+    removed = await storage.delete_prefix(location)
+    return f"Removed {removed} file(s) under {location}"

@@ -1,0 +1,152 @@
+"""Administrative SQL on ``tabular`` rows: drop (soft/hard), undrop, protection, deleted listing.
+
+The catalog's own reads and writes of tables and views live in ``store/tabulars.py``; this module
+only touches the columns the management side owns (``deleted_at``, ``protected``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import frozen
+
+from lakekeeper_host.store.db import Executor, Row, now_ms
+
+
+@frozen
+class TabularInfo:
+    """The columns of a ``tabular`` row that deletion, undrop and protection need."""
+
+    id: str
+    warehouse_id: str
+    namespace_id: str
+    name: str
+    typ: str
+    location: str
+    metadata_location: str | None
+    staged: bool
+    protected: bool
+    deleted_at: int | None
+    created_at: int
+    updated_at: int | None
+
+
+def info_from_row(row: Row | None) -> TabularInfo | None:
+    if row is None:
+        return None
+    return TabularInfo(
+        id=row["id"],
+        warehouse_id=row["warehouse_id"],
+        namespace_id=row["namespace_id"],
+        name=row["name"],
+        typ=row["typ"],
+        location=row["location"],
+        metadata_location=row["metadata_location"],
+        staged=bool(row["staged"]),
+        protected=bool(row["protected"]),
+        deleted_at=row["deleted_at"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+_COLUMNS = (
+    "id, warehouse_id, namespace_id, name, typ, location, metadata_location, staged, protected, "
+    "deleted_at, created_at, updated_at"
+)
+
+
+async def get_tabular_info(
+    db: Executor, warehouse_id: str, tabular_id: str, *, include_deleted: bool = False
+) -> TabularInfo | None:
+    sql = f"SELECT {_COLUMNS} FROM tabular WHERE warehouse_id = :w AND id = :id"
+    if not include_deleted:
+        sql += " AND deleted_at IS NULL"
+    return info_from_row(await db.fetch_one(sql, {"w": warehouse_id, "id": tabular_id}))
+
+
+async def soft_delete(db: Executor, tabular_id: str, *, force: bool) -> TabularInfo | None:
+    """Mark a live tabular deleted; ``None`` if it is gone (or protected and not ``force``)."""
+    return info_from_row(
+        await db.fetch_one(
+            "UPDATE tabular SET deleted_at = :t, updated_at = :t "
+            "WHERE id = :id AND deleted_at IS NULL AND (protected = :false OR :force = :true) "
+            f"RETURNING {_COLUMNS}",
+            {"t": now_ms(), "id": tabular_id, "force": force, "true": True, "false": False},
+        )
+    )
+
+
+async def hard_delete(db: Executor, tabular_id: str, *, force: bool, deleted: bool | None = False) -> TabularInfo | None:
+    """Delete the row; ``deleted`` selects live (False), soft-deleted (True) or any (None) rows."""
+    sql = f"DELETE FROM tabular WHERE id = :id AND (protected = :false OR :force = :true)"
+    if deleted is True:
+        sql += " AND deleted_at IS NOT NULL"
+    elif deleted is False:
+        sql += " AND deleted_at IS NULL"
+    return info_from_row(
+        await db.fetch_one(
+            sql + f" RETURNING {_COLUMNS}", {"id": tabular_id, "force": force, "true": True, "false": False}
+        )
+    )
+
+
+async def live_name_taken(db: Executor, namespace_id: str, name: str) -> bool:
+    row = await db.fetch_one(
+        "SELECT 1 AS x FROM tabular WHERE namespace_id = :ns AND name_key = :k AND deleted_at IS NULL",
+        {"ns": namespace_id, "k": name.casefold()},
+    )
+    return row is not None
+
+
+async def clear_deleted(db: Executor, tabular_id: str) -> bool:
+    rows = await db.fetch_all(
+        "UPDATE tabular SET deleted_at = NULL, updated_at = :t WHERE id = :id AND deleted_at IS NOT NULL "
+        "RETURNING id",
+        {"t": now_ms(), "id": tabular_id},
+    )
+    return bool(rows)
+
+
+async def set_protection(db: Executor, warehouse_id: str, tabular_id: str, typ: str, protected: bool) -> Row | None:
+    return await db.fetch_one(
+        "UPDATE tabular SET protected = :p, updated_at = :t WHERE warehouse_id = :w AND id = :id AND typ = :typ "
+        "AND deleted_at IS NULL RETURNING protected, updated_at",
+        {"p": protected, "t": now_ms(), "w": warehouse_id, "id": tabular_id, "typ": typ},
+    )
+
+
+async def list_deleted(
+    db: Executor,
+    warehouse_id: str,
+    *,
+    namespace_id: str | None,
+    after: tuple[int, str] | None,
+    limit: int,
+) -> list[Row]:
+    """Soft-deleted tabulars with their namespace name (keyset on ``deleted_at, id``)."""
+    values: dict[str, Any] = {"w": warehouse_id, "limit": limit}
+    where = ["t.warehouse_id = :w", "t.deleted_at IS NOT NULL"]
+    if namespace_id:
+        where.append("t.namespace_id = :ns")
+        values["ns"] = namespace_id
+    if after is not None:
+        where.append("(t.deleted_at > :kd OR (t.deleted_at = :kd AND t.id > :kid))")
+        values["kd"], values["kid"] = after
+    return await db.fetch_all(
+        f"SELECT t.{', t.'.join(_COLUMNS.split(', '))}, n.name AS namespace_name FROM tabular t "
+        "JOIN namespace n ON n.id = t.namespace_id "
+        f"WHERE {' AND '.join(where)} ORDER BY t.deleted_at, t.id LIMIT :limit",
+        values,
+    )
+
+
+async def count_tabulars(db: Executor, warehouse_id: str) -> dict[str, int]:
+    rows = await db.fetch_all(
+        "SELECT typ, COUNT(*) AS n FROM tabular WHERE warehouse_id = :w AND deleted_at IS NULL GROUP BY typ",
+        {"w": warehouse_id},
+    )
+    counts = {"table": 0, "view": 0}
+    for row in rows:
+        counts[row["typ"]] = int(row["n"])
+    return counts
