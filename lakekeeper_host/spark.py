@@ -292,3 +292,52 @@ def spark_snippet(catalog_uri: str, warehouse: str, *, catalog_name: str = "lake
         "spark.sql('SHOW NAMESPACES').show()",
     ]
     return "\n".join(lines) + "\n"
+
+
+def shared_session(*, s3_jars: bool = True, master: str | None = None, app_name: str = "lakekeeper-tests") -> SparkSession:
+    """One SparkSession with every jar (Iceberg, and s3a when available) and no catalog yet.
+
+    Catalogs are added at runtime with :func:`add_catalog`, so a whole test run or pipeline can
+    share one JVM across servers and warehouses.
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = {**LOCAL_CONF, **resolve_spark_jars(None, s3=s3_jars).conf(), "spark.sql.extensions": ICEBERG_EXTENSIONS}
+    builder = SparkSession.builder.master(master or os.environ.get(MASTER_ENV) or "local[2]").appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def add_catalog(
+    session: SparkSession,
+    catalog_uri: str,
+    warehouse: str,
+    *,
+    catalog_name: str,
+    token: str | None = None,
+    credential: str | None = None,
+    s3: Mapping[str, Any] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> str:
+    """Register another Iceberg REST catalog on a running session; returns its name.
+
+    s3a settings are scoped to this catalog (Iceberg passes ``spark.sql.catalog.<name>.hadoop.*``
+    to the catalog's Hadoop configuration), so catalogs on different endpoints do not interfere.
+    """
+    conf = catalog_conf(catalog_uri, warehouse, catalog_name=catalog_name, token=token, credential=credential)
+    conf.pop("spark.sql.extensions")
+    conf.pop("spark.sql.defaultCatalog")
+    if s3 is not None:
+        for key, value in s3a_conf(s3, catalog_name).items():
+            if key.startswith("spark.hadoop."):
+                key = f"spark.sql.catalog.{catalog_name}.hadoop." + key.removeprefix("spark.hadoop.")
+            conf[key] = value
+    conf.update(extra or {})
+    for key, value in conf.items():
+        session.conf.set(key, value)
+    return catalog_name

@@ -96,6 +96,25 @@ def prefix_url(server, warehouse) -> str:
     return f"{server.url}/catalog/v1/{warehouse['id']}"
 
 
+@pytest.fixture(scope="session")
+def spark():
+    """THE SparkSession of the test run (one JVM); register catalogs with ``spark_catalog``."""
+    from lakekeeper_host.spark import shared_session
+
+    session = shared_session()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def spark_catalog(spark, server, warehouse):
+    """Register the fresh warehouse as a Spark catalog; returns its name (unique per test)."""
+    from lakekeeper_host.spark import add_catalog
+
+    name = "c_" + warehouse["name"].replace("-", "_")
+    return add_catalog(spark, server.catalog_url, warehouse["name"], catalog_name=name)
+
+
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("LAKEKEEPER_TEST_SKIP_POSTGRES") == "1":
         skip = pytest.mark.skip(reason="LAKEKEEPER_TEST_SKIP_POSTGRES=1")
