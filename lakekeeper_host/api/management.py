@@ -1,23 +1,22 @@
-"""Management API ``/management/v1``: server, projects, warehouses."""
+"""Management API ``/management/v1``: server (bootstrap, info) and projects.
+
+Warehouses, tasks and statistics live in the sibling ``management_*`` modules; users, roles and
+``whoami`` in ``management_users``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from attrs import frozen
-from quart import Blueprint, request
+from quart import Blueprint
 
 from lakekeeper_host import __version__
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, state
-from lakekeeper_host.errors import CatalogError, bad_request, no_such_warehouse
 from lakekeeper_host.serde import structure_body
+from lakekeeper_host.server import projects
 from lakekeeper_host.server.projects import resolve_project_id
-from lakekeeper_host.server.warehouses import CreateWarehouse, create_warehouse
-from lakekeeper_host.store import new_id
-from lakekeeper_host.store import projects as project_store
-from lakekeeper_host.store import warehouses as warehouse_store
-from lakekeeper_host.store.server import get_or_create_server, mark_bootstrapped
-from lakekeeper_host.store.warehouses import WarehouseRow
+from lakekeeper_host.store.server import get_or_create_server
 
 blueprint = Blueprint("management", __name__, url_prefix="/management/v1")
 
@@ -42,33 +41,17 @@ class RenameRequest:
     new_name: str
 
 
-def warehouse_json(warehouse: WarehouseRow) -> dict[str, Any]:
-    return {
-        "id": warehouse.id,
-        "warehouse-id": warehouse.id,
-        "name": warehouse.name,
-        "project-id": warehouse.project_id,
-        "storage-profile": warehouse.storage_profile,
-        "delete-profile": warehouse.delete_profile,
-        "status": warehouse.status,
-        "protected": warehouse.protected,
-        "allowed-format-versions": warehouse.allowed_format_versions or [1, 2, 3],
-        "default-format-version": warehouse.default_format_version or 2,
-    }
+def project_json(project: Any) -> dict[str, Any]:
+    return {"project-id": project.id, "project-name": project.name}
+
+
+# ---------------------------------------------------------------- server
 
 
 @blueprint.post("/bootstrap")
 async def bootstrap():
     body = structure_body(await json_body(), BootstrapRequest)
-    if not body.accept_terms_of_use:
-        raise bad_request("You must accept the terms of use (accept-terms-of-use: true)", "TermsOfUseNotAccepted")
-    app_state = state()
-    if not await mark_bootstrapped(app_state.store):
-        raise CatalogError(400, "CatalogAlreadyBootstrapped", "Catalog is already bootstrapped")
-    if app_state.settings.host.enable_default_project:
-        await project_store.create_project(
-            app_state.store, app_state.settings.host.default_project_id, "Default Project"
-        )
+    await projects.bootstrap(state(), metadata(), accept_terms_of_use=body.accept_terms_of_use)
     return empty(204)
 
 
@@ -88,57 +71,68 @@ async def info():
             "aws-system-identities-enabled": False,
             "azure-system-identities-enabled": False,
             "gcp-system-identities-enabled": False,
-            "queues": sorted(app_state.registry.task_queues),
+            "queues": sorted(s.name for s in app_state.registry.unique(app_state.registry.task_queues)),
+            "license-status": {"license-type": "Apache-2.0", "valid": True},
         }
     )
+
+
+# ---------------------------------------------------------------- projects
+
+
+def current_project_id(explicit: str | None = None) -> str:
+    return resolve_project_id(state(), metadata().project_id, explicit)
 
 
 @blueprint.post("/project")
 async def create_project():
     body = structure_body(await json_body(), CreateProjectRequest)
-    if not body.project_name.strip():
-        raise bad_request("project-name must not be empty")
-    project_id = resolve_project_id(state(), None, body.project_id) if body.project_id else new_id()
-    if not await project_store.create_project(state().store, project_id, body.project_name):
-        raise CatalogError(409, "ProjectIdAlreadyExists", f"Project {project_id} already exists")
+    project_id = await projects.create_project(state(), metadata(), body.project_name, body.project_id)
     return json_response({"project-id": project_id}, 201)
 
 
 @blueprint.get("/project-list")
 async def list_projects():
-    projects = await project_store.list_projects(state().store)
-    return json_response({"projects": [{"project-id": p.id, "project-name": p.name} for p in projects]})
+    found = await projects.list_projects(state(), metadata())
+    return json_response({"projects": [project_json(p) for p in found]})
 
 
 @blueprint.get("/project")
+@blueprint.get("/default-project")
 async def get_project():
-    project_id = resolve_project_id(state(), metadata().project_id)
-    project = await project_store.get_project(state().store, project_id)
-    if project is None:
-        raise CatalogError(404, "ProjectNotFound", f"Project {project_id} does not exist")
-    return json_response({"project-id": project.id, "project-name": project.name})
+    project = await projects.get_project(state(), metadata(), current_project_id())
+    return json_response(project_json(project))
 
 
-@blueprint.post("/warehouse")
-async def post_warehouse():
-    body = await json_body()
-    request_obj = structure_body(body, CreateWarehouse)
-    project_id = resolve_project_id(state(), metadata().project_id, request_obj.project_id)
-    warehouse = await create_warehouse(state(), project_id, request_obj)
-    return json_response(warehouse_json(warehouse), 201)
+@blueprint.get("/project/<project_id>")
+async def get_project_by_id(project_id: str):
+    project = await projects.get_project(state(), metadata(), current_project_id(project_id))
+    return json_response(project_json(project))
 
 
-@blueprint.get("/warehouse")
-async def get_warehouses():
-    project_id = resolve_project_id(state(), metadata().project_id, request.args.get("projectId"))
-    statuses = request.args.getlist("warehouseStatus") or ["active"]
-    warehouses = await warehouse_store.list_warehouses(state().store, project_id, statuses)
-    return json_response({"warehouses": [warehouse_json(w) for w in warehouses]})
+@blueprint.delete("/project")
+@blueprint.delete("/default-project")
+async def delete_project():
+    await projects.delete_project(state(), metadata(), current_project_id())
+    return empty(204)
 
 
-@blueprint.get("/warehouse/<warehouse_id>")
-async def get_warehouse(warehouse_id: str):
-    warehouse = await warehouse_store.get_warehouse(state().store, warehouse_id)
-    if warehouse is None:
-        raise no_such_warehouse(f"Warehouse {warehouse_id} does not exist")
-    return json_response(warehouse_json(warehouse))
+@blueprint.delete("/project/<project_id>")
+async def delete_project_by_id(project_id: str):
+    await projects.delete_project(state(), metadata(), current_project_id(project_id))
+    return empty(204)
+
+
+@blueprint.post("/project/rename")
+@blueprint.post("/default-project/rename")
+async def rename_project():
+    body = structure_body(await json_body(), RenameRequest)
+    await projects.rename_project(state(), metadata(), current_project_id(), body.new_name)
+    return empty(200)
+
+
+@blueprint.post("/project/<project_id>/rename")
+async def rename_project_by_id(project_id: str):
+    body = structure_body(await json_body(), RenameRequest)
+    await projects.rename_project(state(), metadata(), current_project_id(project_id), body.new_name)
+    return empty(200)

@@ -211,3 +211,52 @@ async def purge_tabular(state: AppState, task: task_store.TaskRow) -> str:
     storage = await state.storage_for(warehouse)
     removed = await storage.delete_prefix(location)
     return f"Removed {removed} file(s) under {location}"
+
+
+# ---------------------------------------------------------------- listing
+
+
+async def list_deleted_tabulars(
+    state: AppState,
+    meta: Any,
+    warehouse_id: str,
+    *,
+    namespace_id: str | None,
+    page_token: str | None,
+    page_size: int | None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Soft-deleted tables and views with their expiration (``GET .../deleted-tabulars``)."""
+    from lakekeeper_host.server.namespace_admin import decode_name
+    from lakekeeper_host.server.statistics import _iso
+    from lakekeeper_host.server.warehouses import authorize, require_warehouse
+
+    warehouse = await require_warehouse(state, warehouse_id, active_only=True)
+    await authorize(state, meta, "list_deleted_tabulars", "warehouse", warehouse.id)
+    host = state.settings.host
+    limit = max(1, min(page_size or host.pagination_size_default, host.pagination_size_max))
+    after = None
+    if page_token:
+        try:
+            deleted, tabular_id = page_token.split("_", 1)
+            after = (int(deleted), tabular_id)
+        except ValueError:
+            raise bad_request(f"Invalid pageToken {page_token!r}", "InvalidPageToken") from None
+    rows = await tabular_admin.list_deleted(
+        state.store, warehouse.id, namespace_id=namespace_id, after=after, limit=limit
+    )
+    seconds = warehouse.soft_delete_seconds or 0
+    items = [
+        {
+            "id": row["id"],
+            "name": row["name"],
+            "namespace": decode_name(row["namespace_name"]),
+            "typ": row["typ"],
+            "warehouse-id": warehouse.id,
+            "created-at": _iso(row["created_at"]),
+            "deleted-at": _iso(row["deleted_at"]),
+            "expiration-date": _iso(row["expiration_date"] or row["deleted_at"] + seconds * 1000),
+        }
+        for row in rows
+    ]
+    next_token = f"{rows[-1]['deleted_at']}_{rows[-1]['id']}" if len(rows) == limit else None
+    return items, next_token

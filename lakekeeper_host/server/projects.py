@@ -1,11 +1,21 @@
-"""Project resolution and management logic."""
+"""Project resolution, bootstrap and project management."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.service.state import AppState
+from lakekeeper_host.store import new_id
+from lakekeeper_host.store import projects as project_store
+from lakekeeper_host.store import statistics as stats_store
+from lakekeeper_host.store import tasks as task_store
+from lakekeeper_host.store import warehouses as warehouse_store
+from lakekeeper_host.store.projects import ProjectRow
+from lakekeeper_host.store.server import mark_bootstrapped
+
+DEFAULT_PROJECT_NAME = "Default Project"
 
 
 def resolve_project_id(state: AppState, header_value: str | None, explicit: str | None = None) -> str:
@@ -21,3 +31,95 @@ def resolve_project_id(state: AppState, header_value: str | None, explicit: str 
     raise CatalogError(
         400, "NoProjectIdProvided", "No project given: set the x-project-id header (default project is disabled)"
     )
+
+
+def project_not_found(project_id: str) -> CatalogError:
+    return CatalogError(404, "ProjectNotFound", f"Project {project_id} does not exist")
+
+
+async def authorize_project(state: AppState, meta: Any, action: str, project_id: str) -> None:
+    from lakekeeper_host.server.warehouses import authorize
+
+    await authorize(state, meta, action, "project", project_id)
+
+
+# ---------------------------------------------------------------- bootstrap
+
+
+async def bootstrap(state: AppState, meta: Any, *, accept_terms_of_use: bool) -> None:
+    # ------------------------------------------------ VALIDATIONS
+    if not accept_terms_of_use:
+        raise bad_request("You must accept the terms of use (accept-terms-of-use: true)", "TermsOfUseNotAccepted")
+    # ------------------------------------------------ BUSINESS LOGIC
+    if not await mark_bootstrapped(state.store):
+        raise CatalogError(400, "CatalogAlreadyBootstrapped", "Catalog is already bootstrapped")
+    if state.settings.host.enable_default_project:
+        project_id = state.settings.host.default_project_id
+        await project_store.create_project(state.store, project_id, DEFAULT_PROJECT_NAME)
+        await _after_project_created(state, project_id)
+
+
+async def _after_project_created(state: AppState, project_id: str) -> None:
+    from lakekeeper_host.server.tasks import ensure_task_log_cleanup
+
+    await ensure_task_log_cleanup(state, project_id)
+
+
+# ---------------------------------------------------------------- CRUD
+
+
+async def create_project(state: AppState, meta: Any, name: str, explicit_id: str | None) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise bad_request("Invalid request body: project-name must not be empty @ body.project-name", "EmptyProjectName")
+    project_id = resolve_project_id(state, None, explicit_id) if explicit_id else new_id()
+    from lakekeeper_host.server.warehouses import authorize
+
+    await authorize(state, meta, "create_project", "server", state.server_id or "server")
+    if not await project_store.create_project(state.store, project_id, name):
+        raise CatalogError(409, "ProjectIdAlreadyExists", f"Project {project_id} already exists")
+    await _after_project_created(state, project_id)
+    return project_id
+
+
+async def get_project(state: AppState, meta: Any, project_id: str) -> ProjectRow:
+    await authorize_project(state, meta, "get_metadata", project_id)
+    project = await project_store.get_project(state.store, project_id)
+    if project is None:
+        raise project_not_found(project_id)
+    return project
+
+
+async def list_projects(state: AppState, meta: Any) -> list[ProjectRow]:
+    projects = await project_store.list_projects(state.store)
+    actor = getattr(meta, "actor", None)
+    if actor is None or not projects:
+        return projects
+    from lakekeeper_host.service.authz import Resource
+
+    allowed = await state.authorizer.are_allowed(
+        actor, "include_in_list", [Resource("project", p.id) for p in projects]
+    )
+    return [p for p, ok in zip(projects, allowed) if ok]
+
+
+async def rename_project(state: AppState, meta: Any, project_id: str, new_name: Any) -> None:
+    if not isinstance(new_name, str) or not new_name.strip():
+        raise bad_request("Invalid request body: new-name must be a non-empty string @ body.new-name")
+    await authorize_project(state, meta, "rename", project_id)
+    if not await project_store.rename_project(state.store, project_id, new_name):
+        raise project_not_found(project_id)
+
+
+async def delete_project(state: AppState, meta: Any, project_id: str) -> None:
+    """Refused while the project has warehouses; its tasks, task logs and statistics go with it."""
+    await authorize_project(state, meta, "delete", project_id)
+    async with state.store.transaction() as tx:
+        if await project_store.get_project(tx, project_id) is None:
+            raise project_not_found(project_id)
+        if await warehouse_store.list_warehouses(tx, project_id):
+            raise CatalogError(
+                409, "ProjectNotEmpty", f"Project {project_id} still has warehouses; delete them first"
+            )
+        await task_store.delete_project_tasks(tx, project_id)
+        await stats_store.delete_project_statistics(tx, project_id)
+        await project_store.delete_project(tx, project_id)

@@ -23,6 +23,9 @@ async def embedded_quickstart(state: AppState) -> None:
     await mark_bootstrapped(state.store)
     project_id = host.default_project_id
     await project_store.create_project(state.store, project_id, "Default Project")
+    from lakekeeper_host.server.tasks import ensure_task_log_cleanup
+
+    await ensure_task_log_cleanup(state, project_id)
     if await warehouse_store.get_warehouse_by_name(state.store, project_id, DEMO_WAREHOUSE):
         return
     root = os.path.abspath(os.path.join(host.data_dir, "warehouses", DEMO_WAREHOUSE))

@@ -134,8 +134,10 @@ async def list_deleted(
         where.append("(t.deleted_at > :kd OR (t.deleted_at = :kd AND t.id > :kid))")
         values["kd"], values["kid"] = after
     return await db.fetch_all(
-        f"SELECT t.{', t.'.join(_COLUMNS.split(', '))}, n.name AS namespace_name FROM tabular t "
+        f"SELECT t.{', t.'.join(_COLUMNS.split(', '))}, n.name AS namespace_name, "
+        "x.scheduled_for AS expiration_date FROM tabular t "
         "JOIN namespace n ON n.id = t.namespace_id "
+        "LEFT JOIN task x ON x.entity_id = t.id AND x.queue_name = 'soft_deletion' "
         f"WHERE {' AND '.join(where)} ORDER BY t.deleted_at, t.id LIMIT :limit",
         values,
     )

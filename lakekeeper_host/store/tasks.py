@@ -153,7 +153,7 @@ async def schedule_task(
 
 async def claim_task(
     db: Executor, queue_name: str, *, worker_id: str, default_heartbeat_timeout_s: int
-) -> TaskRow | None:
+) -> ClaimedTask | None:
     """Claim the next due task of a queue: scheduled ones, or running ones whose worker went silent.
 
     Must run inside a write transaction. A stale attempt is logged as ``failed`` ("Attempt timed
@@ -162,7 +162,8 @@ async def claim_task(
     t = now_ms()
     lock = " FOR UPDATE OF t SKIP LOCKED" if db.is_postgres else ""
     row = await db.fetch_one(
-        "SELECT t.* FROM task t LEFT JOIN task_queue_config c "
+        "SELECT t.*, COALESCE(c.max_seconds_since_last_heartbeat, :timeout) AS heartbeat_timeout "
+        "FROM task t LEFT JOIN task_queue_config c "
         "ON c.project_id = t.project_id AND c.warehouse_id = COALESCE(t.warehouse_id, '') "
         "AND c.queue_name = t.queue_name "
         "WHERE t.queue_name = :q AND t.scheduled_for <= :now AND ("
@@ -182,7 +183,16 @@ async def claim_task(
         "WHERE id = :id AND attempt = :attempt RETURNING *",
         {"now": t, "worker": worker_id, "id": task.id, "attempt": task.attempt},
     )
-    return task_from_row(claimed)
+    claimed_task = task_from_row(claimed)
+    if claimed_task is None:
+        return None
+    return ClaimedTask(claimed_task, int(row["heartbeat_timeout"]))
+
+
+@frozen
+class ClaimedTask:
+    task: TaskRow
+    heartbeat_timeout_s: int
 
 
 async def heartbeat(
@@ -273,7 +283,7 @@ async def fail_attempt(db: Executor, task: TaskRow, message: str, *, max_retries
     )
     if current is None:
         return None
-    if current.attempt >= max_retries or current.status == "should-stop":
+    if current.attempt >= max_retries:
         await db.execute("DELETE FROM task WHERE id = :id", {"id": task.id})
         await insert_log(db, current, "failed", message)
         return "failed"
@@ -446,23 +456,23 @@ async def list_tasks(
     results: list[Any] = []
     if active_status:
         where = common + [f"status IN ({', '.join(f':as{i}' for i in range(len(active_status)))})"]
-        values.update({f"as{i}": s for i, s in enumerate(active_status)})
+        active_values = {**values, **{f"as{i}": s for i, s in enumerate(active_status)}}
         rows = await db.fetch_all(
             f"SELECT * FROM task WHERE {' AND '.join(where)} ORDER BY created_at DESC, id DESC LIMIT :limit",
-            values,
+            active_values,
         )
         results.extend(task_from_row(r) for r in rows)
     if final_status:
         log_where = [c.replace("id < :kid", "task_id < :kid") for c in common]
         log_where.append(f"status IN ({', '.join(f':fs{i}' for i in range(len(final_status)))})")
-        values.update({f"fs{i}": s for i, s in enumerate(final_status)})
+        final_values = {**values, **{f"fs{i}": s for i, s in enumerate(final_status)}}
         # the newest attempt of each finished task that is not active anymore
         rows = await db.fetch_all(
             f"SELECT * FROM task_log l WHERE {' AND '.join(log_where)} "
             "AND NOT EXISTS (SELECT 1 FROM task a WHERE a.id = l.task_id) "
             "AND attempt = (SELECT MAX(attempt) FROM task_log m WHERE m.task_id = l.task_id) "
             "ORDER BY created_at DESC, task_id DESC LIMIT :limit",
-            values,
+            final_values,
         )
         results.extend(log_from_row(r) for r in rows)
     results.sort(key=lambda r: (r.created_at, getattr(r, "id", None) or r.task_id), reverse=True)

@@ -1,0 +1,26 @@
+"""Management API: ``POST /endpoint-statistics``; installs the per-response endpoint counter."""
+
+from __future__ import annotations
+
+from quart import Blueprint
+
+from lakekeeper_host.api.common import json_body, json_response, metadata, state
+from lakekeeper_host.server import statistics
+from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.warehouses import authorize
+
+blueprint = Blueprint("management_statistics", __name__, url_prefix="/management/v1")
+
+
+@blueprint.record_once
+def _install_recorder(setup_state) -> None:
+    # app.py calls this after every response; it only increments an in-memory counter
+    setup_state.app.extensions["lakekeeper_endpoint_stats"] = statistics.make_recorder()
+
+
+@blueprint.post("/endpoint-statistics")
+async def endpoint_statistics():
+    body = await json_body()
+    project_id = resolve_project_id(state(), metadata().project_id)
+    await authorize(state(), metadata(), "get_endpoint_statistics", "project", project_id)
+    return json_response(await statistics.endpoint_statistics(state(), project_id, body))

@@ -1,0 +1,196 @@
+"""Management API: task queues and tasks (warehouse-scoped and project-scoped)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quart import Blueprint
+
+from lakekeeper_host.api.common import empty, json_body, json_response, metadata, optional_json_body, query_int, state
+from lakekeeper_host.server import tasks
+from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.statistics import _iso
+from lakekeeper_host.server.warehouses import authorize, require_warehouse
+from lakekeeper_host.store.tasks import TaskLogRow, TaskRow
+
+blueprint = Blueprint("management_tasks", __name__, url_prefix="/management/v1")
+
+DEFAULT_ATTEMPTS = 5
+
+
+def entity_json(row: TaskRow | TaskLogRow) -> dict[str, Any]:
+    typ = row.entity_type or "warehouse"
+    key = {"table": "table-id", "view": "view-id", "warehouse": "warehouse-id", "project": "project-id"}.get(
+        typ, f"{typ}-id"
+    )
+    entity = {"type": typ, key: row.entity_id}
+    if row.warehouse_id:
+        entity["warehouse-id"] = row.warehouse_id
+    return entity
+
+
+def _duration(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return f"PT{ms / 1000:.3f}S".replace(".000S", "S")
+
+
+def task_json(row: TaskRow | TaskLogRow) -> dict[str, Any]:
+    if isinstance(row, TaskRow):
+        return {
+            "task-id": row.id,
+            "project-id": row.project_id,
+            "warehouse-id": row.warehouse_id,
+            "queue-name": row.queue_name,
+            "entity": entity_json(row),
+            "entity-name": row.entity_name or [],
+            "status": tasks.API_STATUS[row.status],
+            "scheduled-for": _iso(row.scheduled_for),
+            "picked-up-at": _iso(row.picked_up_at),
+            "attempt": row.attempt,
+            "last-heartbeat-at": _iso(row.last_heartbeat_at),
+            "progress": row.progress,
+            "parent-task-id": None,
+            "created-at": _iso(row.created_at),
+            "updated-at": _iso(row.updated_at),
+        }
+    return {
+        "task-id": row.task_id,
+        "project-id": row.project_id,
+        "warehouse-id": row.warehouse_id,
+        "queue-name": row.queue_name,
+        "entity": entity_json(row),
+        "entity-name": row.entity_name or [],
+        "status": tasks.API_STATUS[row.status],
+        "scheduled-for": _iso(row.started_at or row.finished_at),
+        "picked-up-at": _iso(row.started_at),
+        "attempt": row.attempt,
+        "last-heartbeat-at": None,
+        "progress": row.progress,
+        "parent-task-id": None,
+        "created-at": _iso(row.created_at),
+        "updated-at": _iso(row.finished_at),
+    }
+
+
+def attempt_json(row: TaskLogRow) -> dict[str, Any]:
+    return {
+        "attempt": row.attempt,
+        "status": tasks.API_STATUS[row.status],
+        "scheduled-for": _iso(row.started_at or row.finished_at),
+        "started-at": _iso(row.started_at),
+        "duration": _duration(row.finished_at - row.started_at) if row.started_at else None,
+        "message": row.message,
+        "created-at": _iso(row.finished_at),
+        "progress": row.progress,
+        "execution-details": row.execution_details,
+    }
+
+
+def details_json(current: TaskRow | TaskLogRow, attempts: list[TaskLogRow]) -> dict[str, Any]:
+    result = task_json(current)
+    result["task-data"] = current.payload or {}
+    result["execution-details"] = current.execution_details
+    if isinstance(current, TaskLogRow):
+        result["message"] = current.message
+    result["attempts"] = [attempt_json(a) for a in attempts]
+    return result
+
+
+async def _warehouse_scope(warehouse_id: str, action: str) -> tuple[str, str]:
+    warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
+    await authorize(state(), metadata(), action, "warehouse", warehouse.id)
+    return warehouse.project_id, warehouse.id
+
+
+async def _project_scope(action: str) -> str:
+    project_id = resolve_project_id(state(), metadata().project_id)
+    await authorize(state(), metadata(), action, "project", project_id)
+    return project_id
+
+
+# ---------------------------------------------------------------- warehouse queues and tasks
+
+
+@blueprint.get("/warehouse/<warehouse_id>/task-queue/<queue_name>/config")
+async def get_queue_config(warehouse_id: str, queue_name: str):
+    project_id, wid = await _warehouse_scope(warehouse_id, "get_task_queue_config")
+    return json_response(await tasks.get_queue_config(state(), project_id, wid, queue_name, project_level=False))
+
+
+@blueprint.post("/warehouse/<warehouse_id>/task-queue/<queue_name>/config")
+async def set_queue_config(warehouse_id: str, queue_name: str):
+    project_id, wid = await _warehouse_scope(warehouse_id, "modify_task_queue_config")
+    await tasks.set_queue_config(state(), project_id, wid, queue_name, await json_body(), project_level=False)
+    return empty(204)
+
+
+@blueprint.post("/warehouse/<warehouse_id>/task-queue/<queue_name>/schedule")
+async def schedule_task(warehouse_id: str, queue_name: str):
+    project_id, wid = await _warehouse_scope(warehouse_id, "control_all_tasks")
+    task_id = await tasks.schedule_task(state(), project_id, wid, queue_name, await json_body())
+    return json_response({"task-id": task_id})
+
+
+@blueprint.post("/warehouse/<warehouse_id>/task/list")
+async def list_tasks(warehouse_id: str):
+    project_id, wid = await _warehouse_scope(warehouse_id, "get_all_tasks")
+    rows, next_token = await tasks.list_tasks(state(), project_id, wid, await optional_json_body())
+    return json_response({"tasks": [task_json(r) for r in rows], "next-page-token": next_token})
+
+
+@blueprint.get("/warehouse/<warehouse_id>/task/by-id/<task_id>")
+async def get_task(warehouse_id: str, task_id: str):
+    project_id, wid = await _warehouse_scope(warehouse_id, "get_all_tasks")
+    attempts = query_int("numAttempts")
+    current, history = await tasks.get_task(
+        state(), project_id, wid, task_id, DEFAULT_ATTEMPTS if attempts is None else attempts
+    )
+    return json_response(details_json(current, history))
+
+
+@blueprint.post("/warehouse/<warehouse_id>/task/control")
+async def control_tasks(warehouse_id: str):
+    project_id, wid = await _warehouse_scope(warehouse_id, "control_all_tasks")
+    await tasks.control_tasks(state(), project_id, wid, await json_body())
+    return empty(204)
+
+
+# ---------------------------------------------------------------- project queues and tasks
+
+
+@blueprint.get("/project/task-queue/<queue_name>/config")
+async def get_project_queue_config(queue_name: str):
+    project_id = await _project_scope("get_task_queue_config")
+    return json_response(await tasks.get_queue_config(state(), project_id, None, queue_name, project_level=True))
+
+
+@blueprint.post("/project/task-queue/<queue_name>/config")
+async def set_project_queue_config(queue_name: str):
+    project_id = await _project_scope("modify_task_queue_config")
+    await tasks.set_queue_config(state(), project_id, None, queue_name, await json_body(), project_level=True)
+    return empty(204)
+
+
+@blueprint.post("/project/task/list")
+async def list_project_tasks():
+    project_id = await _project_scope("get_project_tasks")
+    rows, next_token = await tasks.list_tasks(state(), project_id, None, await optional_json_body())
+    return json_response({"tasks": [task_json(r) for r in rows], "next-page-token": next_token})
+
+
+@blueprint.get("/project/task/by-id/<task_id>")
+async def get_project_task(task_id: str):
+    project_id = await _project_scope("get_project_tasks")
+    attempts = query_int("numAttempts")
+    current, history = await tasks.get_task(
+        state(), project_id, None, task_id, DEFAULT_ATTEMPTS if attempts is None else attempts
+    )
+    return json_response(details_json(current, history))
+
+
+@blueprint.post("/project/task/control")
+async def control_project_tasks():
+    project_id = await _project_scope("control_project_tasks")
+    await tasks.control_tasks(state(), project_id, None, await json_body())
+    return empty(204)

@@ -1,0 +1,276 @@
+"""Statistics: per-endpoint call counts (hourly buckets) and warehouse table/view counts.
+
+Every response is counted in memory (``EndpointStatsBuffer.record`` is a dict increment) and the
+buffer is flushed to ``endpoint_statistics`` every ``LAKEKEEPER__ENDPOINT_STAT_FLUSH_INTERVAL``
+(30 s), on shutdown, and right before statistics are read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from lakekeeper_host.errors import bad_request
+from lakekeeper_host.service.state import AppState
+from lakekeeper_host.store import now_ms
+from lakekeeper_host.store import statistics as stats_store
+from lakekeeper_host.store import tabular_admin
+
+log = logging.getLogger(__name__)
+
+HOUR_MS = 3600 * 1000
+_RULE_VAR = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+# Key: (project id or None, warehouse id or None, "METHOD /route", status)
+Key = tuple[str | None, str | None, str, int]
+
+
+def http_route(method: str, rule: str) -> str:
+    """``GET /catalog/v1/<prefix>/namespaces/<path:namespace>`` -> ``GET /catalog/v1/{prefix}/namespaces/{namespace}``."""
+    return f"{method} {_RULE_VAR.sub(lambda m: '{' + m.group(1) + '}', rule)}"
+
+
+def bucket_of(ms: int) -> int:
+    return ms - ms % HOUR_MS
+
+
+class EndpointStatsBuffer:
+    """In-memory counts, swapped out atomically on flush (no locks on the request path)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[Key, int]] = Counter()
+        self.first_seen: dict[tuple[Key, int], int] = {}
+
+    def record(self, project_id: str | None, warehouse_id: str | None, route: str, status: int) -> None:
+        t = now_ms()
+        key = ((project_id, warehouse_id, route, status), bucket_of(t))
+        self.counts[key] += 1
+        self.first_seen.setdefault(key, t)
+
+    def take(self) -> tuple[Counter, dict]:
+        counts, first = self.counts, self.first_seen
+        self.counts, self.first_seen = Counter(), {}
+        return counts, first
+
+
+def _request_ids(request: Any) -> tuple[str | None, str | None]:
+    args = request.view_args or {}
+    warehouse_id = args.get("warehouse_id")
+    if warehouse_id is None and request.path.startswith(("/catalog/v1/", "/lakekeeper/v1/")):
+        warehouse_id = args.get("prefix")
+    return request.headers.get("x-project-id") or None, warehouse_id
+
+
+def make_recorder():
+    """The callable ``app.py`` invokes after every response: ``recorder(request, rule, status)``."""
+    from quart import current_app
+
+    def record(request: Any, rule: str, status: int) -> None:
+        if rule == "unmatched" or not rule.startswith(("/catalog/", "/management/", "/lakekeeper/")):
+            return
+        state = current_app.extensions.get("lakekeeper")
+        buffer = state.extras.get("endpoint_stats") if state is not None else None
+        if buffer is None:
+            return
+        project_id, warehouse_id = _request_ids(request)
+        buffer.record(project_id, warehouse_id, http_route(request.method, rule), status)
+
+    return record
+
+
+def start_endpoint_statistics(state: AppState) -> None:
+    from lakekeeper_host.server.tasks import runtime_config
+
+    buffer = EndpointStatsBuffer()
+    state.extras["endpoint_stats"] = buffer
+    interval = max(0.05, runtime_config(state).endpoint_stat_flush_interval.total_seconds())
+
+    async def loop() -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await flush_endpoint_statistics(state)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("flushing endpoint statistics failed")
+
+    state.extras["endpoint_stats_flusher"] = asyncio.create_task(loop(), name="endpoint-stats-flush")
+
+
+async def stop_endpoint_statistics(state: AppState) -> None:
+    flusher = state.extras.pop("endpoint_stats_flusher", None)
+    if flusher is not None:
+        flusher.cancel()
+        await asyncio.gather(flusher, return_exceptions=True)
+    try:
+        await flush_endpoint_statistics(state)
+    except Exception:
+        log.exception("final flush of endpoint statistics failed")
+
+
+async def flush_endpoint_statistics(state: AppState) -> None:
+    buffer: EndpointStatsBuffer | None = state.extras.get("endpoint_stats")
+    if buffer is None or not buffer.counts:
+        return
+    counts, first_seen = buffer.take()
+    default_project = state.settings.host.default_project_id if state.settings.host.enable_default_project else None
+    warehouse_ids = {key[1] for key, _ in counts if key[1]}
+    projects = await stats_store.warehouse_projects(state.store, sorted(warehouse_ids))
+    rows = []
+    for (key, bucket), count in counts.items():
+        header_project, warehouse_id, route, status = key
+        if warehouse_id is not None and warehouse_id not in projects:
+            warehouse_id = None  # not a warehouse of ours (bad prefix): count as unmapped
+        project_id = projects.get(warehouse_id) if warehouse_id else (header_project or default_project)
+        if project_id is None:
+            continue
+        rows.append(
+            {
+                "p": project_id,
+                "w": warehouse_id or "",
+                "path": route.split(" ", 1)[1],
+                "method": route.split(" ", 1)[0],
+                "status": status,
+                "bucket": bucket,
+                "count": count,
+                "first": first_seen.get((key, bucket), bucket),
+            }
+        )
+    async with state.store.transaction() as tx:
+        await stats_store.add_endpoint_counts(tx, rows)
+        for warehouse_id in sorted(w for w in warehouse_ids if w in projects):
+            await snapshot_warehouse(tx, warehouse_id)
+
+
+# ---------------------------------------------------------------- endpoint statistics query
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _parse_window(spec: Any) -> tuple[int, int]:
+    """(end ms, interval ms) from ``range-specifier`` (window or page-token); default: the last day."""
+    from lakekeeper_host.config.types import parse_duration
+    from lakekeeper_host.server.tasks import parse_time
+
+    if spec is None:
+        return now_ms(), int(timedelta(days=1).total_seconds() * 1000)
+    if not isinstance(spec, dict):
+        raise bad_request("Invalid request body: expected an object @ body.range-specifier")
+    kind = spec.get("type")
+    if kind == "window":
+        for name in ("end", "interval"):
+            if name not in spec:
+                raise bad_request(f"Invalid request body: required field missing @ body.range-specifier.{name}")
+        end = parse_time(spec["end"], "range-specifier.end")
+        try:
+            interval = parse_duration(str(spec["interval"]))
+        except ValueError as exc:
+            raise bad_request(f"Invalid request body: {exc} @ body.range-specifier.interval") from None
+        return end, int(interval.total_seconds() * 1000)
+    if kind == "page-token":
+        token = spec.get("token")
+        try:
+            end_s, interval_s = str(token).split("_", 1)
+            return int(end_s), int(interval_s)
+        except ValueError:
+            raise bad_request(f"Invalid request body: invalid page token @ body.range-specifier.token") from None
+    raise bad_request("Invalid request body: type must be window or page-token @ body.range-specifier.type")
+
+
+async def endpoint_statistics(state: AppState, project_id: str, body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise bad_request("Request body must be a JSON object")
+    warehouse = body.get("warehouse")
+    if not isinstance(warehouse, dict) or warehouse.get("type") not in ("all", "unmapped", "warehouse-id"):
+        raise bad_request(
+            "Invalid request body: warehouse must be {type: all|unmapped|warehouse-id} @ body.warehouse"
+        )
+    warehouse_filter: str | None = None
+    if warehouse["type"] == "warehouse-id":
+        if not isinstance(warehouse.get("id"), str):
+            raise bad_request("Invalid request body: required field missing @ body.warehouse.id")
+        warehouse_filter = warehouse["id"]
+    elif warehouse["type"] == "unmapped":
+        warehouse_filter = ""
+    status_codes = body.get("status-codes")
+    if status_codes is not None and (
+        not isinstance(status_codes, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in status_codes)
+    ):
+        raise bad_request("Invalid request body: expected a list of integers @ body.status-codes")
+    end, interval = _parse_window(body.get("range-specifier"))
+    if interval <= 0:
+        raise bad_request("Invalid request body: interval must be positive @ body.range-specifier.interval")
+    await flush_endpoint_statistics(state)
+    rows = await stats_store.endpoint_counts(
+        state.store,
+        project_id=project_id,
+        warehouse_id=warehouse_filter,
+        status_codes=status_codes,
+        start=end - interval,
+        end=end,
+    )
+    names = await stats_store.warehouse_names(state.store, sorted({r["warehouse_id"] for r in rows if r["warehouse_id"]}))
+    buckets: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        buckets.setdefault(row["bucket_start"], []).append(
+            {
+                "count": int(row["count"]),
+                "http-route": f"{row['method']} {row['matched_path']}",
+                "status-code": int(row["status_code"]),
+                "warehouse-id": row["warehouse_id"] or None,
+                "warehouse-name": names.get(row["warehouse_id"]) if row["warehouse_id"] else None,
+                "created-at": _iso(row["created_at"] or row["bucket_start"]),
+                "updated-at": _iso(row["updated_at"]),
+            }
+        )
+    ordered = sorted(buckets)
+    return {
+        # each bucket is labelled with the end of its hour, as Lakekeeper does
+        "timestamps": [_iso(b + HOUR_MS) for b in ordered],
+        "called-endpoints": [buckets[b] for b in ordered],
+        "previous-page-token": f"{end - interval}_{interval}",
+        "next-page-token": f"{end + interval}_{interval}",
+    }
+
+
+# ---------------------------------------------------------------- warehouse statistics
+
+
+async def snapshot_warehouse(db, warehouse_id: str) -> dict[str, int]:
+    counts = await tabular_admin.count_tabulars(db, warehouse_id)
+    await stats_store.upsert_warehouse_stats(db, warehouse_id, bucket_of(now_ms()), counts["table"], counts["view"])
+    return counts
+
+
+async def warehouse_statistics(
+    state: AppState, warehouse_id: str, page_token: str | None, page_size: int | None
+) -> dict[str, Any]:
+    async with state.store.transaction() as tx:
+        await snapshot_warehouse(tx, warehouse_id)
+    limit = max(1, min(page_size or state.settings.host.pagination_size_default, state.settings.host.pagination_size_max))
+    before = None
+    if page_token:
+        try:
+            before = int(page_token)
+        except ValueError:
+            raise bad_request(f"Invalid page token {page_token!r}", "InvalidPageToken") from None
+    rows = await stats_store.warehouse_stats(state.store, warehouse_id, before=before, limit=limit)
+    stats = [
+        {
+            "timestamp": _iso(r["bucket_start"] + HOUR_MS),
+            "number-of-tables": int(r["number_of_tables"]),
+            "number-of-views": int(r["number_of_views"]),
+            "updated-at": _iso(r["updated_at"]),
+        }
+        for r in rows
+    ]
+    next_token = str(rows[-1]["bucket_start"]) if len(rows) == limit else None
+    return {"warehouse-ident": warehouse_id, "stats": stats, "next-page-token": next_token}
