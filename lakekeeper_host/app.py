@@ -48,6 +48,9 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
 
         app_state = await startup_state(settings, pm, registry, metrics)
         app.extensions["lakekeeper"] = app_state
+        from lakekeeper_host.api.authn import request_authenticator
+
+        app.extensions["lakekeeper_authenticate"] = request_authenticator(app_state)
         try:
             await _call_lifecycle(pm.hook.lakekeeper_startup(state=app_state))
             yield

@@ -146,6 +146,13 @@ class OpenIdProviderConfig:
 
 
 @frozen
+class RoleConfig:
+    """``LAKEKEEPER__ROLE__*`` (Lakekeeper §4.8): limits of the role-in-role membership graph."""
+
+    max_nesting_depth: int = field(default=10, validator=validators.ge(1))
+
+
+@frozen
 class AuthConfig:
     """Authentication (Lakekeeper §4.7)."""
 
@@ -164,6 +171,10 @@ class AuthConfig:
     # where the TokenReview API lives (in-cluster default)
     kubernetes_api_url: str = "https://kubernetes.default.svc"
     kubernetes_token_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    # CA bundle for an https TokenReview endpoint (in-cluster default; ignored when absent)
+    kubernetes_ca_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+    # LAKEKEEPER__ROLE__MAX_NESTING_DEPTH (read here so the key is known to the config)
+    role: RoleConfig = RoleConfig()
 
     @property
     def enabled(self) -> bool:

@@ -72,6 +72,10 @@ async def startup_state(
         checkers = [
             c for c in [await _build(spec, settings, ctx) for spec in registry.unique(registry.contract_checkers)] if c
         ]
+        from lakekeeper_host.server.authn import Authenticator
+
+        # identity providers are contacted now: an unreachable required one is a StartupError
+        authenticator = await Authenticator.start(settings.auth)
     except BaseException:
         await store.disconnect()
         raise
@@ -95,6 +99,7 @@ async def startup_state(
         server_id=server.server_id,
     )
     state.extras["metrics"] = metrics
+    state.extras["authenticator"] = authenticator
     if metrics is not None:
         metrics.bind_store(store)
     events.start()
@@ -113,7 +118,9 @@ async def shutdown_state(state: AppState) -> None:
 
     await workers.stop(state)
     await state.events.close()
-    for backend in (state.secrets.store, state.authorizer):
+    for backend in (state.secrets.store, state.authorizer, state.extras.get("authenticator")):
+        if backend is None:
+            continue
         close = getattr(backend, "close", None)
         if close is not None:
             try:

@@ -1,0 +1,291 @@
+"""Authentication with two OpenID Connect issuers at once (issue #8).
+
+Every request to an authenticated server needs a bearer token one of the configured issuers
+signed; health and API docs stay open. Tokens come from ``OidcIssuer``, a real issuer over
+HTTP in this process.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import httpx
+import pytest
+
+from lakekeeper_host.testing.oidc import OidcIssuer
+from lakekeeper_host.testing.server import CatalogServer
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def provision(server: CatalogServer, token: str) -> dict:
+    """First GET /config registers the caller; whoami then returns the user record."""
+    httpx.get(server.url + "/catalog/v1/config", params={"warehouse": "none"}, headers=bearer(token))
+    response = httpx.get(server.url + "/management/v1/whoami", headers=bearer(token))
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def assert_rejected(server: CatalogServer, token: str, *, mentions: str) -> dict:
+    response = httpx.get(server.url + "/management/v1/info", headers=bearer(token))
+    assert response.status_code == 401, response.text
+    error = response.json()["error"]
+    assert error["code"] == 401
+    assert mentions in error["message"]
+    assert token not in response.text  # never echo the token
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    return error
+
+
+def test_tokens_from_both_issuers_map_to_distinct_users(auth_server, idp_one, idp_two):
+    one = provision(auth_server, idp_one.mint("alice", {"name": "Alice Liddell", "email": "alice@example.com"}))
+    two = provision(auth_server, idp_two.mint("alice", {"oid": "ignored-by-corp", "preferred_username": "al"}))
+
+    assert one["id"] == "oidc~alice"
+    assert one["name"] == "Alice Liddell" and one["email"] == "alice@example.com"
+    assert one["user-type"] == "human"
+    assert one["last-updated-with"] == "config-call-creation"
+    # the extra provider is configured with SUBJECT_CLAIMS=sub, so `oid` does not win
+    assert two["id"] == "corp~alice"
+    assert two["name"] == "al"
+
+
+def test_subject_prefers_oid_by_default(auth_server, idp_one):
+    user = provision(auth_server, idp_one.mint("sub-value", {"oid": "entra-object-id"}))
+    assert user["id"] == "oidc~entra-object-id"
+
+
+def test_missing_or_malformed_header_is_401_with_www_authenticate(auth_server):
+    response = httpx.get(auth_server.url + "/management/v1/info")
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert response.json()["error"]["type"] == "MissingAuthorizationHeader"
+
+    for header in ("Basic dXNlcjpwYXNz", "Bearer", "Bearer not-a-jwt"):
+        response = httpx.get(auth_server.url + "/catalog/v1/config", headers={"Authorization": header})
+        assert response.status_code == 401, header
+        assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_health_and_api_docs_stay_open(auth_server):
+    assert httpx.get(auth_server.url + "/health").status_code == 200
+    assert httpx.get(auth_server.url + "/swagger-ui").status_code == 200
+    assert httpx.get(auth_server.url + "/api-docs/management/v1/openapi.json").status_code == 200
+
+
+def test_unknown_issuer_is_rejected(auth_server):
+    with OidcIssuer("stranger", audience="lakekeeper") as stranger:
+        error = assert_rejected(auth_server, stranger.mint("mallory"), mentions="not trusted by this server")
+    assert stranger.issuer in error["message"]
+
+
+def test_wrong_audience_is_rejected(auth_server, idp_one):
+    error = assert_rejected(auth_server, idp_one.mint("alice", {"aud": "some-other-api"}), mentions="audience")
+    assert "LAKEKEEPER__OPENID_AUDIENCE" in error["message"]
+
+
+def test_expired_token_is_rejected(auth_server, idp_one):
+    assert_rejected(auth_server, idp_one.mint("alice", expires_in=-3600), mentions="expired")
+
+
+def test_token_without_expiry_is_rejected(auth_server, idp_one):
+    assert_rejected(auth_server, idp_one.mint("alice", {"exp": None}), mentions="'exp'")
+
+
+def test_tampered_claims_fail_the_signature(auth_server, idp_one):
+    header, payload, signature = idp_one.mint("alice").split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=="))
+    claims["sub"] = "root"
+    forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    assert_rejected(auth_server, f"{header}.{forged}.{signature}", mentions="signature does not verify")
+
+
+def test_alg_none_is_rejected(auth_server, idp_one):
+    assert_rejected(auth_server, idp_one.mint_unsigned("root"), mentions="'none' is not accepted")
+
+
+def test_hs256_signed_with_the_public_key_is_rejected(auth_server, idp_one):
+    assert_rejected(auth_server, idp_one.mint_hs256_with_public_key("root"), mentions="'HS256' is not accepted")
+
+
+def test_token_from_a_key_the_issuer_never_published_is_rejected(auth_server, idp_one):
+    rogue = OidcIssuer("one").key  # same realm name, unrelated key
+    token = idp_one.mint("root", header={"kid": rogue.kid}, key=rogue)
+    assert_rejected(auth_server, token, mentions="is not in the JWKS")
+
+
+def test_opaque_tokens_are_rejected(auth_server):
+    assert_rejected(auth_server, "2YotnFZFEjr1zCsicMWpAA", mentions="not a JWT")
+
+
+def test_x_assume_role_must_name_an_existing_role(auth_server, idp_one):
+    token = idp_one.mint("alice")
+    response = httpx.get(
+        auth_server.url + "/management/v1/info", headers={**bearer(token), "x-assume-role": "not-a-uuid"}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "InvalidRoleIdError"
+    response = httpx.get(
+        auth_server.url + "/management/v1/info",
+        headers={**bearer(token), "x-assume-role": "0191e2a4-0000-7000-8000-000000000000"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "InvalidAssumeRoleId"
+
+    role = httpx.post(
+        auth_server.url + "/management/v1/role", json={"name": "assumable"}, headers=bearer(token)
+    ).json()
+    response = httpx.get(
+        auth_server.url + "/management/v1/info", headers={**bearer(token), "x-assume-role": role["id"]}
+    )
+    assert response.status_code == 200
+
+
+def test_instance_admin_flag_in_whoami(auth_server, idp_one):
+    assert provision(auth_server, idp_one.mint("root"))["is-instance-admin"] is True
+    assert provision(auth_server, idp_one.mint("not-root"))["is-instance-admin"] is False
+
+
+# ---------------------------------------------------------------- key rotation, outages, startup
+
+
+def test_key_rotation_is_picked_up_without_restart():
+    with OidcIssuer("rotating") as idp, CatalogServer({"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri}) as srv:
+        before = idp.mint("alice")
+        assert httpx.get(srv.url + "/management/v1/info", headers=bearer(before)).status_code == 200
+
+        idp.rotate()  # the old key is no longer published
+        after = idp.mint("alice")
+        assert httpx.get(srv.url + "/management/v1/info", headers=bearer(after)).status_code == 200
+        # the retired key's tokens stop working once the new JWKS was fetched
+        assert httpx.get(srv.url + "/management/v1/info", headers=bearer(before)).status_code == 401
+
+
+def test_identity_provider_outage_is_503_for_new_keys_and_recovers():
+    with OidcIssuer("flaky") as idp, CatalogServer({"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri}) as srv:
+        known = idp.mint("alice")
+        assert httpx.get(srv.url + "/management/v1/info", headers=bearer(known)).status_code == 200
+
+        idp.stop()
+        # keys already cached keep working while the IdP is down
+        assert httpx.get(srv.url + "/management/v1/info", headers=bearer(known)).status_code == 200
+        idp.rotate()
+        fresh = idp.mint("alice")
+        response = httpx.get(srv.url + "/management/v1/info", headers=bearer(fresh))
+        assert response.status_code == 503, response.text
+        assert response.json()["error"]["type"] == "IdentityProviderUnavailable"
+        assert "Retry-After" in response.headers
+
+        idp.start()
+        deadline = time.monotonic() + 30  # the server retries after a short back-off
+        status = None
+        while time.monotonic() < deadline:
+            status = httpx.get(srv.url + "/management/v1/info", headers=bearer(fresh)).status_code
+            if status == 200:
+                break
+            time.sleep(0.2)
+        assert status == 200
+
+
+def test_unreachable_required_provider_stops_startup(tmp_path):
+    dead = OidcIssuer("dead")  # never started: connections are refused
+    srv = CatalogServer({"LAKEKEEPER__OPENID_PROVIDER_URI": dead.uri})
+    with pytest.raises(RuntimeError) as excinfo:
+        srv.start(timeout=30)
+    srv.close()
+    assert "identity provider 'oidc'" in str(excinfo.value)
+    assert dead.uri in str(excinfo.value)
+
+
+def test_optional_provider_may_be_down_at_startup(idp_one):
+    late = OidcIssuer("late")
+    env = {
+        "LAKEKEEPER__OPENID_PROVIDER_URI": idp_one.uri,
+        "LAKEKEEPER__OPENID_PROVIDERS__LATE__URI": late.uri,
+        "LAKEKEEPER__OPENID_PROVIDERS__LATE__REQUIRE_CONNECTED_ON_STARTUP": "false",
+    }
+    with CatalogServer(env) as srv:
+        assert "REQUIRE_CONNECTED_ON_STARTUP=false" in srv.log_tail(200)
+        token = late.mint("bob")
+        response = httpx.get(srv.url + "/management/v1/info", headers=bearer(token))
+        assert response.status_code == 503
+        with late:  # the provider comes up: its tokens are accepted from then on
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                response = httpx.get(srv.url + "/management/v1/whoami", headers=bearer(token))
+                if response.status_code != 503:
+                    break
+                time.sleep(0.2)
+            # authenticated as late~bob (not registered yet, hence 404 rather than 401/503)
+            assert response.status_code == 404
+            assert "late~bob" in response.json()["error"]["message"]
+
+
+def test_provider_ids_are_validated():
+    srv = CatalogServer({"LAKEKEEPER__OPENID_PROVIDERS__KUBERNETES__URI": "http://127.0.0.1:9/x"})
+    with pytest.raises(RuntimeError) as excinfo:
+        srv.start(timeout=30)
+    srv.close()
+    assert "may not be 'oidc' or 'kubernetes'" in str(excinfo.value)
+
+
+# ---------------------------------------------------------------- Kubernetes
+
+
+def test_kubernetes_service_account_tokens(token_review):
+    """Service-account tokens the cluster's TokenReview API vouches for. A fake TokenReview
+    endpoint stands in for the Kubernetes API server: no cluster can run in this environment."""
+    api = token_review
+    cluster = OidcIssuer("cluster", audience="lakekeeper")  # signs service-account JWTs, never served
+    sa_token = cluster.mint("system:serviceaccount:etl:loader")
+    wrong_aud = cluster.mint("system:serviceaccount:etl:other", {"aud": "vault"})
+    api.add(sa_token, username="system:serviceaccount:etl:loader", uid="1b7d-uid", audiences=["lakekeeper"])
+    api.add(wrong_aud, username="system:serviceaccount:etl:other", uid="2c8e-uid", audiences=["vault"])
+    env = {
+        "LAKEKEEPER__ENABLE_KUBERNETES_AUTHENTICATION": "true",
+        "LAKEKEEPER__KUBERNETES_API_URL": api.url,
+        "LAKEKEEPER__KUBERNETES_TOKEN_FILE": api.token_file,
+        "LAKEKEEPER__KUBERNETES_AUTHENTICATION_AUDIENCE": "lakekeeper",
+    }
+    with CatalogServer(env) as srv:
+        user = provision(srv, sa_token)
+        assert user["id"] == "kubernetes~1b7d-uid"
+        assert user["name"] == "system:serviceaccount:etl:loader"
+        assert user["user-type"] == "application"
+        assert api.reviews[0]["spec"]["audiences"] == ["lakekeeper"]
+
+        for token in (wrong_aud, cluster.mint("system:serviceaccount:etl:unknown")):
+            response = httpx.get(srv.url + "/management/v1/info", headers=bearer(token))
+            assert response.status_code == 401
+            assert "TokenReview rejected the token" in response.json()["error"]["message"]
+
+        legacy = cluster.mint("legacy", {"iss": "kubernetes/serviceaccount"})
+        response = httpx.get(srv.url + "/management/v1/info", headers=bearer(legacy))
+        assert response.status_code == 401
+        assert "ACCEPT_LEGACY_SERVICEACCOUNT" in response.json()["error"]["message"]
+
+    with CatalogServer({**env, "LAKEKEEPER__KUBERNETES_AUTHENTICATION_SUBJECT_SOURCE": "username"}) as srv:
+        assert provision(srv, sa_token)["id"] == "kubernetes~system:serviceaccount:etl:loader"
+
+
+def test_kubernetes_and_oidc_together(token_review, idp_one):
+    cluster = OidcIssuer("cluster")
+    sa_token = cluster.mint("system:serviceaccount:ns:app")
+    token_review.add(sa_token, username="system:serviceaccount:ns:app", uid="uid-9", audiences=["https://kubernetes.default.svc"])
+    env = {
+        "LAKEKEEPER__OPENID_PROVIDER_URI": idp_one.uri,
+        "LAKEKEEPER__ENABLE_KUBERNETES_AUTHENTICATION": "true",
+        "LAKEKEEPER__KUBERNETES_API_URL": token_review.url,
+        "LAKEKEEPER__KUBERNETES_TOKEN_FILE": token_review.token_file,
+    }
+    with CatalogServer(env) as srv:
+        assert provision(srv, sa_token)["id"] == "kubernetes~uid-9"
+        assert provision(srv, idp_one.mint("carol"))["id"] == "oidc~carol"
+        # a token the OIDC provider claims by issuer is never handed to Kubernetes
+        reviews = len(token_review.reviews)
+        assert httpx.get(srv.url + "/management/v1/info", headers=bearer(idp_one.mint("x", expires_in=-3600))).status_code == 401
+        assert len(token_review.reviews) == reviews
