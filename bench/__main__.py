@@ -1,0 +1,40 @@
+"""``python -m bench run [--backend sqlite|postgres] [--quick] ...`` and ``python -m bench setup-peers``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description="Lakekeeper-host catalog benchmark")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the benchmark and write results")
+    run.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    run.add_argument("--quick", action="store_true", help="smoke-test sizes: finishes in under two minutes")
+    run.add_argument("--out", help="results directory (default bench/results; RESULTS.md goes next to it)")
+    run.add_argument("--peers", help="comma list of peers to run: sqlcatalog,seaweedfs,lakana ('' for none)")
+    run.add_argument("--no-markdown", action="store_true", help="do not (re)write RESULTS.md")
+    for name in ("width", "depth", "tables-per-leaf", "views-per-leaf", "columns", "properties"):
+        run.add_argument(f"--{name}", type=int, help="tree dataset shape")
+    commands.add_parser("setup-peers", help="install lakana-server into its own venv (for the lakana peer)")
+    commands.add_parser("report", help="rewrite RESULTS.md and plots from a result JSON").add_argument("json")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        from bench.run import main_run
+
+        return main_run(args)
+    if args.command == "setup-peers":
+        from bench.peers import setup_lakana
+
+        print(setup_lakana())
+        return 0
+    if args.command == "report":
+        from bench.run import main_report
+
+        return main_report(args.json)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""What a run measures and how big: the full plan (about 20 minutes on 2 cores) and ``--quick``.
+
+Concurrency follows Polaris (20 for namespace/table reads and creates, 10 for views; 8 readers +
+2 writers for contention) except the open-model rates, scaled to a 2-core machine that hosts
+server, driver and database together: read-update 50/s (Polaris 100/s), durations 30-60 s
+(Polaris 5 min).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from bench.dataset import TreeShape
+
+
+@attrs.frozen
+class Plan:
+    quick: bool
+    shape: TreeShape = TreeShape()
+    workers: tuple[int, ...] = (1, 2)
+    read_concurrency: int = 20
+    read_tree_s: float = 20.0
+    load_concurrency: int = 16
+    load_table_s: float = 15.0
+    db_floor_s: float = 10.0
+    read_update_rate: float = 50.0
+    read_update_s: float = 60.0
+    commit_table_rate: float = 10.0
+    commit_view_rate: float = 5.0
+    create_commits_s: float = 60.0
+    contention_s: float = 60.0
+    append_concurrency: tuple[int, ...] = (1, 4)
+    append_s: float = 15.0
+    snapshot_points: tuple[int, ...] = (1, 10, 100, 1000, 10_000)
+    list_points: tuple[int, ...] = (100, 1000, 10_000, 100_000)
+    list_time_budget_s: float = 600.0
+    curve_samples: int = 20
+    peers: tuple[str, ...] = ("sqlcatalog", "seaweedfs", "lakana")
+
+    @classmethod
+    def full(cls) -> Plan:
+        return cls(quick=False)
+
+    @classmethod
+    def quick_plan(cls) -> Plan:
+        """Under two minutes on a busy 2-core machine: same workloads, seconds instead of minutes."""
+        return cls(
+            quick=True, read_tree_s=2.0, load_table_s=2.0, db_floor_s=1.0, read_update_rate=20.0,
+            read_update_s=3.0, create_commits_s=2.0, contention_s=3.0, append_s=2.0,
+            snapshot_points=(1, 10, 100), list_points=(100, 300), list_time_budget_s=30.0,
+            curve_samples=5, peers=("sqlcatalog",),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self, value_serializer=lambda _inst, _field, value: list(value)
+                            if isinstance(value, tuple) else value)

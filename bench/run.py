@@ -1,0 +1,384 @@
+"""The orchestrator: start servers, run each workload in a driver process, collect one result document.
+
+Every step is recorded under its name; a step that fails records ``{"failed": reason}`` and the run
+goes on, so one broken endpoint does not hide every other number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench import peers, report
+from bench.dataset import Tree
+from bench.plan import Plan
+from bench.processes import FloorServer, OurServer, SeaweedIceberg, postgres_database, rss_mb, run_driver
+
+log = logging.getLogger("bench")
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+WAREHOUSE = "bench"
+
+
+class Run:
+    """One benchmark run against one backend; ``result`` is the JSON document."""
+
+    def __init__(self, plan: Plan, backend: str, out_dir: Path):
+        self.plan = plan
+        self.backend = backend
+        self.out_dir = out_dir
+        self.shape = plan.shape.as_dict()
+        self.tree = Tree.build(plan.shape)
+        self.with_views = True
+        self.result: dict[str, Any] = {
+            "meta": report.machine_and_versions(backend) | {
+                "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "backend": backend,
+                "quick": plan.quick, "plan": plan.as_dict()},
+            "server": {}, "workloads": {}, "load_table": {}, "commits": {}, "curves": {}, "peers": {},
+            "skipped": {},
+        }
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def step(self, section: str, name: str, action: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
+        began = time.perf_counter()
+        log.info("%s/%s ...", section, name)
+        try:
+            value = action()
+        except Exception as exc:
+            log.error("%s/%s failed: %s", section, name, exc)
+            value = {"failed": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-2000:]}
+        if value is not None:
+            if "failed" in value:
+                log.error("%s/%s failed: %s", section, name, str(value["failed"])[:500])
+            self.result[section][name] = value
+        log.info("%s/%s done in %.1fs", section, name, time.perf_counter() - began)
+        return value
+
+    def skip(self, name: str, reason: str) -> None:
+        log.warning("skipped %s: %s", name, reason)
+        self.result["skipped"][name] = reason
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def execute(self) -> dict[str, Any]:
+        with self.database() as (db_env, db_info):
+            self.db_info = db_info
+            data_dir = tempfile.mkdtemp(prefix="lakekeeper-bench-")
+            try:
+                self.run_ours(db_env, data_dir)
+            finally:
+                shutil.rmtree(data_dir, ignore_errors=True)
+            self.run_peers()
+        self.result["summary"], self.result["targets"] = report.summarize(self.result)
+        return self.result
+
+    @contextlib.contextmanager
+    def database(self) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
+        if self.backend == "sqlite":
+            yield {}, {"kind": "sqlite"}
+            return
+        with postgres_database() as url:
+            self.result["meta"]["versions"]["postgresql"] = report.postgres_version(url)
+            yield ({"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url},
+                   {"kind": "postgres", "url": url})
+
+    def target(self, server_url: str, name: str = "lakekeeper") -> dict[str, Any]:
+        return {"name": name, "catalog_url": server_url + "/catalog", "warehouse": WAREHOUSE}
+
+    def run_ours(self, db_env: dict[str, str], data_dir: str) -> None:
+        plan = self.plan
+        if self.db_info["kind"] == "sqlite":
+            self.db_info["path"] = os.path.join(data_dir, "catalog.sqlite")
+        server = OurServer(env=db_env, data_dir=data_dir, workers=1)
+        # first start runs the migrations; the second is a plain restart: that is "startup_s"
+        server.start()
+        self.result["server"]["startup_first_s"] = server.startup_s
+        server.stop()
+        server.start()
+        try:
+            self.result["server"]["startup_s"] = server.startup_s
+            warehouse_root = os.path.join(data_dir, "warehouse")
+            os.makedirs(warehouse_root, exist_ok=True)
+            # a fresh PostgreSQL server must be bootstrapped first; embedded ones already are
+            httpx.post(f"{server.url}/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
+            response = httpx.post(f"{server.url}/management/v1/warehouse", timeout=30, json={
+                "warehouse-name": WAREHOUSE, "storage-profile": {"type": "file", "root": warehouse_root}})
+            response.raise_for_status()
+            time.sleep(1.0)
+            self.result["server"]["rss_idle_mb"] = rss_mb(server.pid)
+            target = self.target(server.url)
+            self.probe_views(target)
+            shape, views = self.shape, self.with_views
+            pid = server.pid
+
+            self.step("workloads", "create_tree", lambda: run_driver(
+                "create_tree", {"target": target, "shape": shape, "with_views": views}, server_pid=pid))
+            self.load_table_set(target, pid, workers=1)
+            read_tree = self.step("workloads", "read_tree_workers_1", lambda: run_driver(
+                "read_tree", {"target": target, "shape": shape, "with_views": views,
+                              "concurrency": plan.read_concurrency, "duration": plan.read_tree_s},
+                server_pid=pid, sample_rss=True))
+            if read_tree and "server_peak_rss_mb" in read_tree:
+                self.result["server"]["rss_load_mb"] = read_tree["server_peak_rss_mb"]
+            self.step("workloads", "read_update", lambda: run_driver(
+                "read_update", {"target": target, "shape": shape, "with_views": views,
+                                "rate": plan.read_update_rate, "duration": plan.read_update_s}, server_pid=pid))
+            self.step("workloads", "create_commits", lambda: run_driver(
+                "create_commits", {"target": target, "shape": shape, "with_views": views,
+                                   "table_rate": plan.commit_table_rate, "view_rate": plan.commit_view_rate,
+                                   "duration": plan.create_commits_s}, server_pid=pid))
+            self.step("workloads", "contention", lambda: run_driver(
+                "contention", {"target": target, "shape": shape, "duration": plan.contention_s}, server_pid=pid))
+            for concurrency in plan.append_concurrency:
+                self.step("commits", f"ours_c{concurrency}", lambda c=concurrency: run_driver(
+                    "append_commits", {"target": target, "namespace": [f"bench_append_c{c}"], "concurrency": c,
+                                       "duration": plan.append_s, "columns": plan.shape.columns},
+                    server_pid=pid))
+            self.step("curves", "snapshots", lambda: run_driver(
+                "snapshot_curve", {"target": target, "points": list(plan.snapshot_points),
+                                   "samples": plan.curve_samples}, server_pid=pid))
+            self.step("curves", "list_tables", lambda: run_driver(
+                "list_curve", {"target": target, "points": list(plan.list_points), "samples": plan.curve_samples,
+                               "time_budget": plan.list_time_budget_s}, server_pid=pid))
+            self.result["server"]["rss_after_workloads_mb"] = rss_mb(server.pid)
+        finally:
+            server.stop()
+
+        if "sqlcatalog" in plan.peers:
+            self.run_sqlcatalog(data_dir)
+        else:
+            self.skip("sqlcatalog", "not in this plan")
+
+        for workers in plan.workers:
+            if workers == 1:
+                continue
+            multi = OurServer(env=db_env, data_dir=data_dir, workers=workers)
+            self.step("server", f"start_workers_{workers}", lambda: {"startup_s": multi.start().startup_s})
+            if multi.server is None or multi.server.process is None:
+                continue
+            try:
+                target = self.target(multi.url)
+                self.step("workloads", f"read_tree_workers_{workers}", lambda: run_driver(
+                    "read_tree", {"target": target, "shape": shape, "with_views": views,
+                                  "concurrency": plan.read_concurrency, "duration": plan.read_tree_s},
+                    server_pid=multi.pid))
+                self.load_table_set(target, multi.pid, workers=workers)
+            finally:
+                multi.stop()
+
+    def probe_views(self, target: dict[str, Any]) -> None:
+        probe = run_driver("views_supported", {"target": target})
+        self.result["server"]["views_probe"] = probe
+        if not probe.get("supported"):
+            self.with_views = False
+            self.skip("views", f"view endpoints not served (list views -> {probe.get('status')}: "
+                               f"{str(probe.get('body') or probe.get('failed'))[:200]}); "
+                               "view calls are left out of every workload")
+
+    def load_table_set(self, target: dict[str, Any], pid: int, *, workers: int) -> None:
+        """loadTable at fixed concurrency: ours, the web-stack floor with the same bytes, the DB floor."""
+        plan = self.plan
+        tables = [[ns, name] for ns, name in self.tree.tables]
+        self.step("load_table", f"ours_workers_{workers}", lambda: run_driver(
+            "load_table_throughput", {"target": target, "tables": tables, "concurrency": plan.load_concurrency,
+                                      "duration": plan.load_table_s}, server_pid=pid))
+        namespace, table = self.tree.tables[0]
+        body = run_driver("load_table_body", {"target": target, "namespace": namespace, "table": table})
+        if "failed" in body:
+            self.result["load_table"][f"floor_workers_{workers}"] = {"failed": body["failed"]}
+            return
+        floor = FloorServer(body=body["body"].encode(), prefix=body["prefix"] or "floor", workers=workers)
+
+        def measure_floor() -> dict[str, Any]:
+            floor.start()
+            try:
+                result = run_driver("load_table_throughput", {
+                    "target": self.target(floor.url, "floor"), "tables": tables,
+                    "concurrency": plan.load_concurrency, "duration": plan.load_table_s},
+                    server_pid=floor.process.pid)
+            finally:
+                floor.stop()
+            return {**result, "body_bytes": body["bytes"]}
+
+        self.step("load_table", f"floor_workers_{workers}", measure_floor)
+        if workers == 1:
+            self.step("load_table", "db_floor", lambda: run_driver("db_floor", {
+                "db": self.db_info, "body": body["body"], "concurrency": plan.load_concurrency,
+                "duration": plan.db_floor_s}))
+
+    def run_sqlcatalog(self, data_dir: str) -> None:
+        if self.db_info["kind"] == "sqlite":
+            uri = f"sqlite:///{self.db_info['path']}"
+        else:
+            uri = self.db_info["url"].replace("postgresql://", "postgresql+psycopg://", 1)
+        warehouse = "file://" + os.path.join(data_dir, "sqlcatalog-warehouse")
+        os.makedirs(warehouse[len("file://"):], exist_ok=True)
+        self.result["peers"]["sqlcatalog"] = {"status": "ran", "uri": uri.split("@")[-1], "in_process": True}
+        for concurrency in self.plan.append_concurrency:
+            self.step("commits", f"sqlcatalog_c{concurrency}", lambda c=concurrency: run_driver(
+                "sqlcatalog_commits", {"uri": uri, "warehouse": warehouse, "concurrency": c,
+                                       "duration": self.plan.append_s, "columns": self.plan.shape.columns}))
+
+    # -- peers --------------------------------------------------------------------------------
+
+    def run_peers(self) -> None:
+        plan = self.plan
+        if "seaweedfs" in plan.peers:
+            self.run_seaweedfs()
+        else:
+            self.skip("seaweedfs", "not in this plan (use the full run or --peers)")
+        if "lakana" in plan.peers:
+            self.run_lakana()
+        else:
+            self.skip("lakana", "not in this plan (use the full run or --peers)")
+
+    def peer_tables(self, namespace: list[str]) -> list[list[Any]]:
+        """The same table population as ours: one namespace, the tree's table count and shape
+        (lower-case names: S3 Tables naming rules, which SeaweedFS enforces)."""
+        return [[namespace, name.lower()] for _, name in self.tree.tables]
+
+    def populate_peer(self, target: dict[str, Any], namespace: list[str]) -> dict[str, Any]:
+        return run_driver("create_flat", {"target": target, "namespace": namespace,
+                                          "tables": [name.lower() for _, name in self.tree.tables],
+                                          "shape": self.shape})
+
+    def run_seaweedfs(self) -> None:
+        plan = self.plan
+        try:
+            seaweed = SeaweedIceberg(iceberg=True)
+            seaweed.start()
+        except Exception as exc:
+            self.result["peers"]["seaweedfs"] = {"status": "not run", "reason": f"{type(exc).__name__}: {exc}"}
+            return
+        try:
+            seaweed.wait_catalog()
+            self.result["peers"]["seaweedfs"] = {"status": "ran", "version": report.seaweed_version(),
+                                                 "startup_s": round(seaweed.startup_seconds or 0, 3),
+                                                 "rss_idle_mb": rss_mb(seaweed.pid)}
+            target = seaweed.target()
+            populated = self.step("peers", "seaweedfs_populate", lambda: self.populate_peer(target, ["bench_peer"]))
+            if populated and "failed" not in populated:
+                tables = self.peer_tables(["bench_peer"])
+                self.step("load_table", "seaweedfs", lambda: run_driver(
+                    "load_table_throughput", {"target": target, "tables": tables,
+                                              "concurrency": plan.load_concurrency, "duration": plan.load_table_s},
+                    server_pid=seaweed.pid))
+            for concurrency in plan.append_concurrency:
+                self.step("commits", f"seaweedfs_c{concurrency}", lambda c=concurrency: run_driver(
+                    "append_commits", {"target": target, "namespace": [f"bench_append_c{c}"], "concurrency": c,
+                                       "duration": plan.append_s, "columns": plan.shape.columns},
+                    server_pid=seaweed.pid))
+        finally:
+            seaweed.close()
+
+    def run_lakana(self) -> None:
+        plan = self.plan
+        database_url = None
+        if self.db_info["kind"] == "postgres":  # its own database on the same server
+            from lakekeeper_host.testing.services import create_database
+
+            lakana_db = f"lakana_bench_{os.getpid()}"
+            database_url = create_database(self.db_info["url"], lakana_db).replace(
+                "postgresql://", "postgresql+pg8000://", 1)
+        lakana = peers.LakanaServer(database_url=database_url)
+        try:
+            lakana.start()
+        except Exception as exc:
+            self.result["peers"]["lakana"] = {"status": "not run", "reason": f"{type(exc).__name__}: {exc}"}
+            lakana.close()
+            self.drop_lakana_database(database_url)
+            return
+        try:
+            self.result["peers"]["lakana"] = {"status": "ran", "version": lakana.version,
+                                              "migrate_s": lakana.migrate_s, "startup_s": lakana.startup_s,
+                                              "rss_idle_mb": rss_mb(lakana.pid), "database": lakana.database_kind,
+                                              "note": "no HEAD routes, no views; tables only below bronze/silver/gold"}
+            target = lakana.target()
+            namespace = peers.LAKANA_NAMESPACE
+            populated = self.step("peers", "lakana_populate", lambda: self.populate_peer(target, namespace))
+            if populated and "failed" not in populated:
+                tables = self.peer_tables(namespace)
+                self.step("load_table", "lakana", lambda: run_driver(
+                    "load_table_throughput", {"target": target, "tables": tables,
+                                              "concurrency": plan.load_concurrency, "duration": plan.load_table_s},
+                    server_pid=lakana.pid))
+        finally:
+            lakana.close()
+            self.drop_lakana_database(database_url)
+
+    def drop_lakana_database(self, database_url: str | None) -> None:
+        if database_url and self.db_info["kind"] == "postgres":
+            from lakekeeper_host.testing.services import drop_database
+
+            with contextlib.suppress(Exception):
+                drop_database(self.db_info["url"], database_url.rsplit("/", 1)[-1])
+
+
+def result_paths(result: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    stamp = dt.datetime.now().strftime("%Y-%m-%d")
+    suffix = "-quick" if result["meta"]["quick"] else ""
+    return out_dir / f"{stamp}-{result['meta']['backend']}{suffix}.json", out_dir / "plots"
+
+
+def main_run(args: Any) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    plan = Plan.quick_plan() if args.quick else Plan.full()
+    overrides = {key: value for key, value in vars(args).items()
+                 if key in ("width", "depth", "tables_per_leaf", "views_per_leaf", "columns", "properties")
+                 and value is not None}
+    if overrides:
+        import attrs
+
+        plan = attrs.evolve(plan, shape=attrs.evolve(plan.shape, **overrides))
+    if args.peers is not None:
+        import attrs
+
+        plan = attrs.evolve(plan, peers=tuple(p for p in args.peers.split(",") if p))
+    out_dir = Path(args.out) if args.out else RESULTS_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run = Run(plan, args.backend, out_dir)
+    began = time.perf_counter()
+    result = run.execute()
+    result["meta"]["total_s"] = round(time.perf_counter() - began, 1)
+    json_path, plot_dir = result_paths(result, out_dir)
+    result["plots"] = report.plots(result, plot_dir, stem=json_path.stem)
+    json_path.write_text(json.dumps(result, indent=1))
+    written = [json_path]
+    if args.backend == "postgres" and not plan.quick:
+        latest = out_dir / "latest.json"
+        latest.write_text(json.dumps(result, indent=1))
+        written.append(latest)
+    if not args.no_markdown:
+        markdown = out_dir.parent / "RESULTS.md" if out_dir == RESULTS_DIR else out_dir / "RESULTS.md"
+        markdown.write_text(report.markdown(result, json_path, markdown.parent))
+        written.append(markdown)
+    print(json.dumps({"summary": result["summary"], "written": [str(p) for p in written],
+                      "total_s": result["meta"]["total_s"]}, indent=1))
+    return 0
+
+
+def main_report(json_file: str) -> int:
+    """Re-render plots and RESULTS.md from a saved result (e.g. after editing the report code)."""
+    json_path = Path(json_file).resolve()
+    result = json.loads(json_path.read_text())
+    result["summary"], result["targets"] = report.summarize(result)
+    result["plots"] = report.plots(result, json_path.parent / "plots", stem=json_path.stem)
+    json_path.write_text(json.dumps(result, indent=1))
+    markdown = json_path.parent.parent / "RESULTS.md" if json_path.parent == RESULTS_DIR else json_path.parent / "RESULTS.md"
+    markdown.write_text(report.markdown(result, json_path, markdown.parent))
+    print(markdown)
+    return 0

@@ -1,0 +1,704 @@
+"""The workloads, run inside the driver process (``bench.driver``); each returns a JSON-able dict.
+
+Modelled on apache/polaris-tools ``benchmarks`` (CreateTreeDataset, ReadTreeDataset,
+ReadUpdateTreeDataset, CreateCommits, WeightedWorkloadOnTreeDataset), plus the cost curves, the
+floors and the peers' commit workloads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import time
+from typing import Any
+
+from bench import dataset
+from bench.client import RestCatalogClient
+from bench.driver import closed_loop, open_loop
+from bench.stats import Recorder, summarize_latencies
+
+# Statuses that mean "this catalog does not implement the operation".
+UNSUPPORTED = (404, 405, 406, 501)
+
+
+def _tree(shape: dict[str, int]) -> dataset.Tree:
+    return dataset.Tree.build(dataset.TreeShape(**shape))
+
+
+async def _bounded(concurrency: int, jobs: list[Any]) -> list[Any]:
+    """Await coroutine ``jobs`` with at most ``concurrency`` running at once."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(job):
+        async with gate:
+            return await job
+
+    return await asyncio.gather(*(one(job) for job in jobs))
+
+
+# ---------------------------------------------------------------------------------------------
+# probes
+
+
+async def views_supported(target: dict[str, Any]) -> dict[str, Any]:
+    """Whether ``target`` serves the view endpoints (list views on a namespace that exists)."""
+    async with RestCatalogClient(target, concurrency=1) as client:
+        namespace = ["bench_probe"]
+        await client.create_namespace(namespace, {}, ok=(200, 409))
+        status, body = await client.list_views(namespace)
+        return {"supported": status == 200, "status": status, "body": body[:300].decode(errors="replace")}
+
+
+async def load_table_body(target: dict[str, Any], namespace: list[str], table: str) -> dict[str, Any]:
+    """The exact loadTable response bytes (for the web-stack floor) and their size."""
+    async with RestCatalogClient(target, concurrency=1) as client:
+        status, payload, headers = await client.raw(
+            "GET", client.url(f"/namespaces/{dataset_ns(namespace)}/tables/{table}"))
+        if status != 200:
+            raise RuntimeError(f"loadTable {namespace}.{table} -> {status}: {payload[:300]!r}")
+        return {"body": payload.decode(), "bytes": len(payload), "etag": headers.get("ETag") or headers.get("etag"),
+                "prefix": client.prefix}
+
+
+def dataset_ns(namespace: list[str]) -> str:
+    from bench.client import encode_namespace
+
+    return encode_namespace(namespace)
+
+
+# ---------------------------------------------------------------------------------------------
+# CreateTreeDataset
+
+
+async def create_tree(target: dict[str, Any], shape: dict[str, int], *, with_views: bool = True,
+                      namespace_concurrency: int = 20, table_concurrency: int = 20,
+                      view_concurrency: int = 10) -> dict[str, Any]:
+    """Create every namespace (level by level), then the tables, then the views."""
+    tree = _tree(shape)
+    recorder = Recorder()
+    async with RestCatalogClient(target, recorder, concurrency=table_concurrency) as client:
+        recorder.start()
+        by_level: dict[int, list[list[str]]] = {}
+        for namespace in tree.namespaces:
+            by_level.setdefault(len(namespace), []).append(namespace)
+        for level in sorted(by_level):
+            await _bounded(namespace_concurrency, [
+                client.create_namespace(ns, dataset.namespace_body(ns, tree.shape)["properties"])
+                for ns in by_level[level]])
+        await _bounded(table_concurrency, [
+            client.create_table(ns, dataset.table_body(name, tree.shape)) for ns, name in tree.tables])
+        view_note = None
+        if with_views and tree.views:
+            await _bounded(view_concurrency, [
+                client.create_view(ns, dataset.view_body(ns, name, tree.shape)) for ns, name in tree.views])
+        elif tree.views:
+            view_note = "views skipped: the catalog does not serve the view endpoints"
+        recorder.stop()
+    return {"counts": {"namespaces": len(tree.namespaces), "tables": len(tree.tables),
+                       "views": len(tree.views) if with_views else 0},
+            "views_note": view_note, **recorder.summary()}
+
+
+async def create_flat(target: dict[str, Any], namespace: list[str], tables: list[str], shape: dict[str, int],
+                      *, concurrency: int = 20) -> dict[str, Any]:
+    """One namespace holding ``tables`` of the tree's shape (columns, properties): the peers'
+    population for loadTable, whatever namespace nesting they support."""
+    tree_shape = dataset.TreeShape(**shape)
+    recorder = Recorder()
+    async with RestCatalogClient(target, recorder, concurrency=concurrency) as client:
+        recorder.start()
+        await client.create_namespace(namespace, dataset.properties(tree_shape.properties), ok=(200, 409))
+        await _bounded(concurrency, [client.create_table(namespace, dataset.table_body(name, tree_shape), ok=(200, 409))
+                                     for name in tables])
+        recorder.stop()
+    summary = recorder.summary()
+    if summary["errors_by_status"]:
+        raise RuntimeError(f"creating the peer's tables failed: {summary['errors_by_status']} "
+                           f"{summary['error_samples']}")
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------
+# ReadTreeDataset
+
+
+def _read_calls(tree: dataset.Tree, client: RestCatalogClient, with_views: bool) -> list[Any]:
+    """Every read of the tree as a zero-argument coroutine factory (Polaris' 9 read calls)."""
+    calls: list[Any] = []
+    for parent in tree.parents():
+        calls.append(lambda parent=parent: client.list_namespaces(parent))
+    for namespace in tree.namespaces:
+        calls.append(lambda ns=namespace: client.namespace_exists(ns))
+        calls.append(lambda ns=namespace: client.load_namespace(ns))
+    for leaf in tree.leaves:
+        calls.append(lambda ns=leaf: client.list_tables(ns))
+        if with_views:
+            calls.append(lambda ns=leaf: client.list_views(ns))
+    for namespace, table in tree.tables:
+        calls.append(lambda ns=namespace, t=table: client.table_exists(ns, t))
+        calls.append(lambda ns=namespace, t=table: _load_and_verify(client, tree.shape, ns, t))
+    if with_views:
+        for namespace, view in tree.views:
+            calls.append(lambda ns=namespace, v=view: client.view_exists(ns, v))
+            calls.append(lambda ns=namespace, v=view: client.load_view(ns, v))
+    return calls
+
+
+async def _load_and_verify(client: RestCatalogClient, shape: dataset.TreeShape, namespace: list[str],
+                           table: str) -> None:
+    """loadTable, checking what Polaris checks: a table-uuid, a location and the initial properties."""
+    status, payload = await client.load_table(namespace, table)
+    if status != 200:
+        return
+    metadata = json.loads(payload).get("metadata", {})
+    props = metadata.get("properties", {})
+    expected = dataset.properties(shape.properties)
+    if not metadata.get("table-uuid") or not metadata.get("location") or any(
+            props.get(k) != v for k, v in expected.items()):
+        client.recorder.record("load_table_verify", 0.0, "verify", False, f"{namespace}.{table}: {payload[:200]!r}")
+
+
+async def read_tree(target: dict[str, Any], shape: dict[str, int], *, with_views: bool = True,
+                    concurrency: int = 20, duration: float = 10.0) -> dict[str, Any]:
+    """All read calls over the tree, shuffled and repeated, in a closed loop at ``concurrency``."""
+    tree = _tree(shape)
+    recorder = Recorder()
+    async with RestCatalogClient(target, recorder, concurrency=concurrency) as client:
+        calls = _read_calls(tree, client, with_views)
+        order = list(range(len(calls)))
+        random.Random(7).shuffle(order)
+        cursor = 0
+
+        async def step(worker: int, rng: random.Random) -> None:
+            nonlocal cursor
+            call = calls[order[cursor % len(order)]]
+            cursor += 1
+            await call()
+
+        for call in calls[: min(len(calls), 50)]:  # warm connections and caches, unrecorded
+            await call()
+        recorder.reset()
+        recorder.start()
+        model = await closed_loop(concurrency, duration, step)
+        recorder.stop()
+    return {"load": model, "calls_per_pass": len(calls), **recorder.summary()}
+
+
+# ---------------------------------------------------------------------------------------------
+# loadTable throughput at fixed concurrency (ours, the web floor, peers)
+
+
+async def load_table_throughput(target: dict[str, Any], tables: list[list[Any]], *, concurrency: int = 16,
+                                duration: float = 10.0, snapshots: str | None = None,
+                                warmup: float = 1.0) -> dict[str, Any]:
+    """``tables`` is a list of ``[namespace, name]``; each request picks one at random."""
+    recorder = Recorder()
+    async with RestCatalogClient(target, recorder, concurrency=concurrency) as client:
+        async def step(worker: int, rng: random.Random) -> None:
+            namespace, table = tables[rng.randrange(len(tables))]
+            await client.load_table(namespace, table, snapshots=snapshots)
+
+        if warmup:
+            await closed_loop(concurrency, warmup, step, seed=1)
+        recorder.reset()
+        recorder.start()
+        model = await closed_loop(concurrency, duration, step)
+        recorder.stop()
+    return {"load": model, **recorder.summary()}
+
+
+# ---------------------------------------------------------------------------------------------
+# ReadUpdateTreeDataset (open model)
+
+
+async def read_update(target: dict[str, Any], shape: dict[str, int], *, with_views: bool = True,
+                      rate: float = 50.0, duration: float = 30.0, read_ratio: float = 0.5,
+                      seed: int = 42) -> dict[str, Any]:
+    """Random reads (the 9 read calls) and writes (namespace properties, table and view
+    set-properties commits without ``requirements``, as Polaris sends them) at a fixed arrival rate."""
+    tree = _tree(shape)
+    recorder = Recorder()
+    async with RestCatalogClient(target, recorder, concurrency=256) as client:
+        counter = 0
+
+        def read_call(rng: random.Random, at: float):
+            choice = rng.randrange(9 if with_views else 6)
+            ns = rng.choice(tree.namespaces)
+            leaf = rng.choice(tree.leaves)
+            tns, table = rng.choice(tree.tables)
+            if choice == 0:
+                return client.list_namespaces(rng.choice(tree.parents()), started=at)
+            if choice == 1:
+                return client.namespace_exists(ns, started=at)
+            if choice == 2:
+                return client.load_namespace(ns, started=at)
+            if choice == 3:
+                return client.list_tables(leaf, started=at)
+            if choice == 4:
+                return client.table_exists(tns, table, started=at)
+            if choice == 5:
+                return client.load_table(tns, table, started=at)
+            vns, view = rng.choice(tree.views)
+            if choice == 6:
+                return client.list_views(leaf, started=at)
+            if choice == 7:
+                return client.view_exists(vns, view, started=at)
+            return client.load_view(vns, view, started=at)
+
+        def write_call(rng: random.Random, at: float):
+            nonlocal counter
+            counter += 1
+            value = {f"bench.update.{counter % 10}": str(counter)}
+            choice = rng.randrange(3 if with_views else 2)
+            if choice == 0:
+                return client.update_namespace_properties(rng.choice(tree.namespaces), value, started=at)
+            if choice == 1:
+                tns, table = rng.choice(tree.tables)
+                return client.commit_table(tns, table, [{"action": "set-properties", "updates": value}],
+                                           started=at)
+            vns, view = rng.choice(tree.views)
+            return client.commit_view(vns, view, [{"action": "set-properties", "updates": value}], started=at)
+
+        async def step(rng: random.Random, at: float) -> None:
+            call = read_call(rng, at) if rng.random() < read_ratio else write_call(rng, at)
+            await call
+
+        recorder.start()
+        model = await open_loop(rate, duration, step, seed=seed)
+        recorder.stop()
+    return {"load": model, "read_ratio": read_ratio, **recorder.summary()}
+
+
+# ---------------------------------------------------------------------------------------------
+# CreateCommits (open model: table commits and view commits at fixed rates)
+
+
+async def create_commits(target: dict[str, Any], shape: dict[str, int], *, with_views: bool = True,
+                         table_rate: float = 10.0, view_rate: float = 5.0, duration: float = 30.0) -> dict[str, Any]:
+    tree = _tree(shape)
+    recorder = Recorder()
+    async with RestCatalogClient(target, recorder, concurrency=128) as client:
+        table_counter = view_counter = 0
+
+        async def table_step(rng: random.Random, at: float) -> None:
+            nonlocal table_counter
+            table_counter += 1
+            namespace, table = rng.choice(tree.tables)
+            await client.commit_table(namespace, table, [
+                {"action": "set-properties", "updates": {"bench.commit": str(table_counter)}}], started=at)
+
+        async def view_step(rng: random.Random, at: float) -> None:
+            nonlocal view_counter
+            view_counter += 1
+            namespace, view = rng.choice(tree.views)
+            await client.commit_view(namespace, view, [
+                {"action": "set-properties", "updates": {"bench.commit": str(view_counter)}}], started=at)
+
+        recorder.start()
+        loads = [open_loop(table_rate, duration, table_step, seed=1)]
+        if with_views and tree.views:
+            loads.append(open_loop(view_rate, duration, view_step, seed=2))
+        models = await asyncio.gather(*loads)
+        recorder.stop()
+    return {"load": {"tables": models[0], "views": models[1] if len(models) > 1 else None}, **recorder.summary()}
+
+
+# ---------------------------------------------------------------------------------------------
+# WeightedWorkloadOnTreeDataset (contention) with lost-commit detection
+
+
+def _skewed_index(rng: random.Random, count: int, mean: float, variance: float = 0.0278) -> int:
+    while True:
+        value = rng.gauss(mean, math.sqrt(variance))
+        if 0 <= value < 1:
+            return int(value * count)
+
+
+async def contention(target: dict[str, Any], shape: dict[str, int], *, readers: int = 8, writers: int = 2,
+                     duration: float = 30.0, seed: int = 42) -> dict[str, Any]:
+    """8 readers (Normal(0.3, 0.0278) over the tables) and 2 writers (Normal(0.7, 0.0278)).
+
+    Every writer commit sets its own property key; afterwards every key of an acknowledged
+    (200) commit must be in the table's final metadata, or the commit was lost.
+    """
+    tree = _tree(shape)
+    recorder = Recorder()
+    acknowledged: dict[tuple[str, str], list[str]] = {}
+    async with RestCatalogClient(target, recorder, concurrency=readers + writers) as client:
+        deadline = time.perf_counter() + duration
+
+        async def reader(index: int) -> None:
+            rng = random.Random(seed * 100 + index)
+            while time.perf_counter() < deadline:
+                namespace, table = tree.tables[_skewed_index(rng, len(tree.tables), 0.3)]
+                await client.load_table(namespace, table)
+
+        async def writer(index: int) -> None:
+            rng = random.Random(seed * 100 + 50 + index)
+            sequence = 0
+            while time.perf_counter() < deadline:
+                namespace, table = tree.tables[_skewed_index(rng, len(tree.tables), 0.7)]
+                sequence += 1
+                key = f"bench.contention.w{index}.{sequence}"
+                status, _ = await client.commit_table(
+                    namespace, table, [{"action": "set-properties", "updates": {key: str(sequence)}}],
+                    ok=(200,), op="commit_table")
+                if status == 200:
+                    acknowledged.setdefault((".".join(namespace), table), []).append(key)
+
+        recorder.start()
+        await asyncio.gather(*(reader(i) for i in range(readers)), *(writer(i) for i in range(writers)))
+        recorder.stop()
+        lost: list[str] = []
+        verify_errors = 0
+        for (ns_name, table), keys in acknowledged.items():
+            status, payload, _ = await client.raw(
+                "GET", client.url(f"/namespaces/{dataset_ns(ns_name.split('.'))}/tables/{table}"))
+            if status != 200:
+                verify_errors += 1
+                lost.extend(keys)
+                continue
+            props = json.loads(payload)["metadata"].get("properties", {})
+            lost.extend(key for key in keys if key not in props)
+    summary = recorder.summary()
+    server_errors = sum(count for status, count in summary["errors_by_status"].items()
+                        if status.isdigit() and int(status) >= 500)
+    return {"readers": readers, "writers": writers, "acknowledged_commits": sum(map(len, acknowledged.values())),
+            "tables_written": len(acknowledged), "lost_commits": len(lost), "lost_examples": lost[:10],
+            "verify_errors": verify_errors, "server_errors_5xx": server_errors,
+            "conflicts_409": summary["errors_by_status"].get("409", 0), **summary}
+
+
+# ---------------------------------------------------------------------------------------------
+# append commits (ours and the SeaweedFS peer): throughput at fixed concurrency
+
+
+async def _table_state(client: RestCatalogClient, namespace: list[str], table: str) -> dict[str, Any]:
+    status, payload = await client.load_table(namespace, table, op="load_table_setup")
+    if status != 200:
+        raise RuntimeError(f"loadTable {namespace}.{table} -> {status}: {payload[:300]!r}")
+    return json.loads(payload)["metadata"]
+
+
+def _snapshot_ids(rng: random.Random) -> int:
+    return rng.getrandbits(62) or 1
+
+
+async def append_commits(target: dict[str, Any], *, namespace: list[str], concurrency: int = 4,
+                         duration: float = 10.0, columns: int = 10, fresh_tables: bool = True) -> dict[str, Any]:
+    """Each worker owns one table and appends snapshots (add-snapshot + set main) with
+    ``assert-ref-snapshot-id``; a 409 reloads and retries."""
+    recorder = Recorder()
+    conflicts = 0
+    async with RestCatalogClient(target, recorder, concurrency=concurrency) as client:
+        await client.create_namespace(namespace, {}, ok=(200, 409))
+        tables = [f"append_{i}" for i in range(concurrency)]
+        states: list[dict[str, Any]] = []
+        for name in tables:
+            await client.create_table(namespace, {"name": name, "schema": dataset.schema(columns)}, ok=(200, 409))
+            states.append(await _table_state(client, namespace, name))
+
+        async def step(worker: int, rng: random.Random) -> None:
+            nonlocal conflicts
+            state = states[worker]
+            parent = state.get("current-snapshot-id")
+            if parent == -1:
+                parent = None
+            sequence = state.get("last-sequence-number", 0) + 1
+            snap = dataset.snapshot(_snapshot_ids(rng), parent, sequence, state["location"], int(time.time() * 1000))
+            status, payload = await client.commit_table(
+                namespace, tables[worker], dataset.append_updates(snap),
+                [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}], ok=(200,),
+                op="append_commit")
+            if status == 200:
+                states[worker] = json.loads(payload)["metadata"]
+            else:
+                conflicts += status == 409
+                states[worker] = await _table_state(client, namespace, tables[worker])
+
+        recorder.start()
+        model = await closed_loop(concurrency, duration, step)
+        recorder.stop()
+    return {"load": model, "retried_conflicts": conflicts, **recorder.summary()}
+
+
+# ---------------------------------------------------------------------------------------------
+# cost curves
+
+
+async def snapshot_curve(target: dict[str, Any], *, points: list[int], samples: int = 30,
+                         batch: int = 500, columns: int = 10) -> dict[str, Any]:
+    """Grow one table's history to each point in ``points`` and measure, at each point, sequential
+    loadTable (``snapshots=all`` and ``refs``) and append-commit latency and the metadata size."""
+    namespace = ["bench_curves"]
+    table = "snapshot_history"
+    rows = []
+    recorder = Recorder()
+    async with RestCatalogClient(target, recorder, concurrency=2) as client:
+        await client.create_namespace(namespace, {}, ok=(200, 409))
+        await client.create_table(namespace, {"name": table, "schema": dataset.schema(columns),
+                                              "properties": dataset.properties(10)}, ok=(200, 409))
+        state = await _table_state(client, namespace, table)
+        rng = random.Random(3)
+        count = len(state.get("snapshots", []))
+        build_seconds = 0.0
+        for point in points:
+            began = time.perf_counter()
+            while count < point:
+                updates = []
+                parent = state.get("current-snapshot-id")
+                parent = None if parent in (None, -1) else parent
+                sequence = state.get("last-sequence-number", 0)
+                now = int(time.time() * 1000)
+                for _ in range(min(batch, point - count)):
+                    sequence += 1
+                    snap = dataset.snapshot(_snapshot_ids(rng), parent, sequence, state["location"], now)
+                    updates.extend(dataset.append_updates(snap))
+                    parent = snap["snapshot-id"]
+                    count += 1
+                status, payload = await client.commit_table(namespace, table, updates, op="build_history", ok=(200,))
+                if status != 200:
+                    raise RuntimeError(f"building history failed at {count}: {status} {payload[:300]!r}")
+                state = json.loads(payload)["metadata"]
+            build_seconds += time.perf_counter() - began
+            row: dict[str, Any] = {"snapshots": count}
+            for mode in ("all", "refs"):
+                latencies = []
+                size = 0
+                for _ in range(samples):
+                    began = time.perf_counter()
+                    status, payload = await client.load_table(namespace, table, snapshots=mode,
+                                                              op=f"load_table_{mode}")
+                    latencies.append(time.perf_counter() - began)
+                    size = len(payload)
+                row[f"load_{mode}"] = {**summarize_latencies(latencies), "bytes": size}
+            latencies = []
+            for _ in range(max(samples // 3, 5)):
+                parent = state.get("current-snapshot-id")
+                snap = dataset.snapshot(_snapshot_ids(rng), parent, state["last-sequence-number"] + 1,
+                                        state["location"], int(time.time() * 1000))
+                began = time.perf_counter()
+                status, payload = await client.commit_table(
+                    namespace, table, dataset.append_updates(snap),
+                    [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
+                    op="append_commit", ok=(200,))
+                latencies.append(time.perf_counter() - began)
+                if status != 200:
+                    raise RuntimeError(f"append commit at {count} snapshots: {status} {payload[:300]!r}")
+                state = json.loads(payload)["metadata"]
+                count += 1
+            row["append_commit"] = summarize_latencies(latencies)
+            row["metadata_bytes"] = row["load_all"]["bytes"]
+            rows.append(row)
+    summary = recorder.summary()
+    return {"points": rows, "build_history_s": round(build_seconds, 2),
+            "errors_by_status": summary["errors_by_status"], "error_samples": summary["error_samples"]}
+
+
+async def list_curve(target: dict[str, Any], *, points: list[int], page_size: int = 100, samples: int = 30,
+                     create_concurrency: int = 16, time_budget: float | None = None) -> dict[str, Any]:
+    """Grow one namespace to each table count in ``points``; at each, time the first page and the
+    last page (its token found by walking every page once) of listTables at ``page_size``."""
+    namespace = ["bench_list_curve"]
+    rows = []
+    recorder = Recorder()
+    began_all = time.perf_counter()
+    stopped_reason = None
+    async with RestCatalogClient(target, recorder, concurrency=create_concurrency) as client:
+        await client.create_namespace(namespace, {}, ok=(200, 409))
+        created = 0
+        minimal = dataset.schema(1)
+        for point in points:
+            began = time.perf_counter()
+            while created < point:
+                chunk = min(point - created, 2000)
+                results = await _bounded(create_concurrency, [
+                    client.create_table(namespace, {"name": f"t_{created + i:07d}", "schema": minimal}, ok=(200, 409))
+                    for i in range(chunk)])
+                failures = [status for status, _ in results if status not in (200, 409)]
+                if failures:
+                    raise RuntimeError(f"creating tables failed: {failures[:5]}")
+                created += chunk
+                if time_budget and time.perf_counter() - began_all > time_budget and created < point:
+                    stopped_reason = f"time budget {time_budget:.0f}s spent at {created} tables"
+                    break
+            if stopped_reason:
+                break
+            create_seconds = time.perf_counter() - began
+            # walk every page once to find the last page's token (and count what the API lists)
+            token: str | None = ""
+            last_token = ""
+            listed = pages = 0
+            while token is not None:
+                status, payload = await client.list_tables(namespace, page_size=page_size, page_token=token,
+                                                           op="list_tables_walk")
+                if status != 200:
+                    raise RuntimeError(f"listTables -> {status}: {payload[:300]!r}")
+                body = json.loads(payload)
+                listed += len(body.get("identifiers", []))
+                pages += 1
+                next_token = body.get("next-page-token")
+                if next_token:
+                    last_token = next_token
+                token = next_token or None
+            row: dict[str, Any] = {"tables": created, "listed": listed, "pages": pages,
+                                   "create_s": round(create_seconds, 2),
+                                   "create_rate": round((point - (rows[-1]["tables"] if rows else 0))
+                                                        / max(create_seconds, 1e-9), 1)}
+            for label, token_value in (("first_page", ""), ("last_page", last_token)):
+                latencies = []
+                for _ in range(samples):
+                    start = time.perf_counter()
+                    await client.list_tables(namespace, page_size=page_size, page_token=token_value,
+                                             op=f"list_tables_{label}")
+                    latencies.append(time.perf_counter() - start)
+                row[label] = summarize_latencies(latencies)
+            rows.append(row)
+    summary = recorder.summary()
+    return {"points": rows, "page_size": page_size, "stopped": stopped_reason,
+            "errors_by_status": summary["errors_by_status"], "error_samples": summary["error_samples"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# floors
+
+
+async def db_floor(db: dict[str, Any], *, body: str, concurrency: int = 16, duration: float = 10.0,
+                   rows: int = 40) -> dict[str, Any]:
+    """The storage limit: a primary-key read of a row holding the loadTable bytes, raw driver,
+    same database, same concurrency. PostgreSQL via an asyncpg pool of ``pool`` connections,
+    SQLite via aiosqlite on the server's database file."""
+    recorder = Recorder()
+    keys = [f"bench-floor-{i}" for i in range(rows)]
+    if db["kind"] == "postgres":
+        import asyncpg
+
+        pool = await asyncpg.create_pool(db["url"], min_size=db.get("pool", 10), max_size=db.get("pool", 10))
+        try:
+            async with pool.acquire() as conn:
+                await conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id text PRIMARY KEY, metadata text)")
+                await conn.executemany("INSERT INTO bench_floor VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+                                       [(key, body) for key in keys])
+
+            async def step(worker: int, rng: random.Random) -> None:
+                began = time.perf_counter()
+                async with pool.acquire() as conn:
+                    value = await conn.fetchval("SELECT metadata FROM bench_floor WHERE id = $1",
+                                                keys[rng.randrange(rows)])
+                recorder.record("db_read", time.perf_counter() - began, 200, value is not None)
+
+            await closed_loop(concurrency, 1.0, step, seed=1)
+            recorder.reset()
+            recorder.start()
+            model = await closed_loop(concurrency, duration, step)
+            recorder.stop()
+            async with pool.acquire() as conn:
+                await conn.execute("DROP TABLE bench_floor")
+        finally:
+            await pool.close()
+    else:
+        import aiosqlite
+
+        async with aiosqlite.connect(db["path"]) as conn:
+            await conn.execute("PRAGMA busy_timeout = 5000")
+            await conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id text PRIMARY KEY, metadata text)")
+            await conn.executemany("INSERT OR IGNORE INTO bench_floor VALUES (?, ?)", [(key, body) for key in keys])
+            await conn.commit()
+
+            async def step(worker: int, rng: random.Random) -> None:
+                began = time.perf_counter()
+                async with conn.execute("SELECT metadata FROM bench_floor WHERE id = ?",
+                                        (keys[rng.randrange(rows)],)) as cursor:
+                    row = await cursor.fetchone()
+                recorder.record("db_read", time.perf_counter() - began, 200, row is not None)
+
+            await closed_loop(concurrency, 1.0, step, seed=1)
+            recorder.reset()
+            recorder.start()
+            model = await closed_loop(concurrency, duration, step)
+            recorder.stop()
+            await conn.execute("DROP TABLE bench_floor")
+            await conn.commit()
+    return {"load": model, "body_bytes": len(body), **recorder.summary()}
+
+
+# ---------------------------------------------------------------------------------------------
+# PyIceberg SqlCatalog in-process: the same append commits without a server
+
+
+async def sqlcatalog_commits(uri: str, warehouse: str, *, concurrency: int = 4, duration: float = 10.0,
+                             columns: int = 10) -> dict[str, Any]:
+    """PyIceberg ``SqlCatalog`` (SQLAlchemy) on the same database and storage, ``concurrency``
+    threads, each appending snapshots to its own table through ``catalog.commit_table``."""
+    return await asyncio.to_thread(_sqlcatalog_commits_sync, uri, warehouse, concurrency, duration, columns)
+
+
+def _sqlcatalog_commits_sync(uri: str, warehouse: str, concurrency: int, duration: float,
+                             columns: int) -> dict[str, Any]:
+    import threading
+
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.schema import Schema
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+    from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
+
+    catalog = SqlCatalog("bench", uri=uri, warehouse=warehouse)
+    namespace = f"bench_sqlcatalog_c{concurrency}"
+    if (namespace,) not in catalog.list_namespaces():
+        catalog.create_namespace(namespace)
+    schema = Schema.model_validate(dataset.schema(columns))
+    tables = []
+    for i in range(concurrency):
+        identifier = f"{namespace}.append_{i}"
+        if catalog.table_exists(identifier):
+            catalog.drop_table(identifier)  # not purge: the manifest lists are placeholders
+        tables.append(catalog.create_table(identifier, schema))
+    recorder = Recorder()
+    deadline = time.perf_counter() + duration
+    conflicts = 0
+    lock = threading.Lock()
+
+    def worker(index: int) -> None:
+        nonlocal conflicts
+        rng = random.Random(index)
+        table = tables[index]
+        while time.perf_counter() < deadline:
+            metadata = table.metadata
+            parent = metadata.current_snapshot_id
+            snap = Snapshot(
+                snapshot_id=_snapshot_ids(rng), parent_snapshot_id=parent,
+                sequence_number=metadata.last_sequence_number + 1, timestamp_ms=int(time.time() * 1000),
+                manifest_list=f"{metadata.location}/metadata/snap-bench.avro",
+                summary=Summary(operation=Operation.APPEND, **{"added-data-files": "1", "added-records": "10"}),
+                schema_id=0)
+            began = time.perf_counter()
+            try:
+                response = catalog.commit_table(
+                    table,
+                    (AssertRefSnapshotId(ref="main", snapshot_id=parent),),
+                    (AddSnapshotUpdate(snapshot=snap),
+                     SetSnapshotRefUpdate(ref_name="main", type=SnapshotRefType.BRANCH,
+                                          snapshot_id=snap.snapshot_id)))
+            except Exception as exc:
+                recorder.record("append_commit", time.perf_counter() - began, type(exc).__name__, False, str(exc))
+                with lock:
+                    conflicts += 1
+                table = catalog.load_table(table.name())
+                continue
+            recorder.record("append_commit", time.perf_counter() - began, 200, True)
+            table.metadata = response.metadata
+            table.metadata_location = response.metadata_location
+
+    recorder.start()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    recorder.stop()
+    catalog.engine.dispose()
+    return {"load": {"model": "closed", "concurrency": concurrency, "threads": True},
+            "failed_commits": conflicts, **recorder.summary()}
