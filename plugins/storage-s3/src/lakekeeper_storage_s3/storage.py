@@ -71,10 +71,6 @@ def os_error(exc: Exception, location: str) -> OSError:
     return OSError(f"{type(exc).__name__}: {exc} ({location})")
 
 
-def permission_level(permission: StoragePermission) -> str:
-    return {"read": "r", "read-write": "rw", "read-write-delete": "rwd"}[permission.value]
-
-
 class S3Storage:
     storage_type = "s3"
 
@@ -583,7 +579,9 @@ class S3Storage:
         with self._lock:
             clients, self._clients = list(self._clients.values()), {}
         for client in clients:
-            client.close()
+            close = getattr(client, "close", None)  # boto3 clients; the cached session has none
+            if close is not None:
+                close()
 
 
 def _add_content_md5(request: Any, **_: Any) -> None:
