@@ -47,7 +47,7 @@ class Run:
                 "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "backend": backend,
                 "quick": plan.quick, "plan": plan.as_dict()},
             "server": {}, "workloads": {}, "load_table": {}, "commits": {}, "curves": {}, "peers": {},
-            "skipped": {},
+            "peer_setup": {}, "skipped": {},
         }
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -269,7 +269,7 @@ class Run:
                                                  "startup_s": round(seaweed.startup_seconds or 0, 3),
                                                  "rss_idle_mb": rss_mb(seaweed.pid)}
             target = seaweed.target()
-            populated = self.step("peers", "seaweedfs_populate", lambda: self.populate_peer(target, ["bench_peer"]))
+            populated = self.step("peer_setup", "seaweedfs_populate", lambda: self.populate_peer(target, ["bench_peer"]))
             if populated and "failed" not in populated:
                 tables = self.peer_tables(["bench_peer"])
                 self.step("load_table", "seaweedfs", lambda: run_driver(
@@ -308,7 +308,7 @@ class Run:
                                               "note": "no HEAD routes, no views; tables only below bronze/silver/gold"}
             target = lakana.target()
             namespace = peers.LAKANA_NAMESPACE
-            populated = self.step("peers", "lakana_populate", lambda: self.populate_peer(target, namespace))
+            populated = self.step("peer_setup", "lakana_populate", lambda: self.populate_peer(target, namespace))
             if populated and "failed" not in populated:
                 tables = self.peer_tables(namespace)
                 self.step("load_table", "lakana", lambda: run_driver(
