@@ -23,6 +23,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = tuple(
         "storage_file",
         "events_log",
         "task_queues",
+        "catalog_housekeeping",
     )
 )
 
