@@ -52,12 +52,6 @@ class UndropRequest:
     targets: list[UndropTarget]
 
 
-@frozen
-class MoveNamespaceRequest:
-    destination: list[str]
-    force: bool = False
-
-
 def warehouse_json(warehouse: WarehouseRow) -> dict[str, Any]:
     allowed, default = wh.effective_format_versions(warehouse)
     return {
@@ -287,10 +281,17 @@ async def set_namespace_protection(warehouse_id: str, namespace_id: str):
 
 @blueprint.post("/warehouse/<warehouse_id>/namespace/<namespace_id>/move")
 async def move_namespace(warehouse_id: str, namespace_id: str):
-    body = structure_body(await json_body(), MoveNamespaceRequest)
+    body = await json_body()
+    if not isinstance(body, dict):
+        raise bad_request("Request body must be a JSON object")
+    if "destination" not in body:
+        raise bad_request("Invalid request body: required field missing @ body.destination")
+    force = body.get("force", False)
+    if not isinstance(force, bool):
+        raise bad_request("Invalid request body: expected bool @ body.force")
     warehouse = await wh.require_warehouse(state(), warehouse_id, active_only=True)
     await wh.authorize(state(), metadata(), "move", "namespace", namespace_id, warehouse.id)
     result = await namespace_admin.move_namespace(
-        state(), metadata(), warehouse, namespace_id, list(body.destination), force=body.force
+        state(), metadata(), warehouse, namespace_id, body["destination"], force=force
     )
     return json_response(result)

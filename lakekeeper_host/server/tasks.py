@@ -16,7 +16,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from attrs import define, field, frozen
+from attrs import define, frozen
 
 from lakekeeper_host.config.types import parse_duration
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
@@ -88,24 +88,22 @@ class EmptyQueueConfig:
     """``soft_deletion`` and ``tabular_purge`` have no queue-specific settings."""
 
 
-def _validate_period(minimum: timedelta):
-    def check(instance, attribute, value):
-        try:
-            duration = parse_duration(value)
-        except ValueError as exc:
-            raise ValueError(f"{attribute.name.replace('_', '-')}: {exc}") from None
-        if duration < minimum:
-            raise ValueError(f"{attribute.name.replace('_', '-')} must be at least {minimum}")
-
-    return check
-
-
 @frozen
 class TaskLogCleanupConfig:
     """``{"cleanup-period": "P1D", "retention-period": "P90D"}`` (ISO-8601 durations, at least one day)."""
 
-    cleanup_period: str = field(default="P1D", validator=_validate_period(timedelta(days=1)))
-    retention_period: str = field(default="P90D", validator=_validate_period(timedelta(days=1)))
+    cleanup_period: str = "P1D"
+    retention_period: str = "P90D"
+
+    def check(self) -> None:
+        for name in ("cleanup_period", "retention_period"):
+            key = name.replace("_", "-")
+            try:
+                duration = parse_duration(getattr(self, name))
+            except ValueError as exc:
+                raise ValueError(f"{exc} @ body.{key}") from None
+            if duration < timedelta(days=1):
+                raise ValueError(f"{key} must be at least one day (P1D) @ body.{key}")
 
 
 async def _soft_deletion(task: TaskRow, ctx: TaskContext) -> str:
@@ -270,10 +268,15 @@ def parse_queue_config(spec: TaskQueueSpec, config: Any) -> Any:
     if spec.config_cls is None:
         return config
     try:
-        return structure_body(config, spec.config_cls)
-    except CatalogError as exc:
+        parsed = structure_body(config, spec.config_cls)
+        check = getattr(parsed, "check", None)
+        if check is not None:
+            check()
+        return parsed
+    except (CatalogError, ValueError) as exc:
+        message = exc.message if isinstance(exc, CatalogError) else str(exc)
         raise bad_request(
-            f"Failed to deserialize queue config for queue-name '{spec.name}': {exc.message}", "InvalidQueueConfig"
+            f"Failed to deserialize queue config for queue-name '{spec.name}': {message}", "InvalidQueueConfig"
         ) from None
 
 

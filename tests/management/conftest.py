@@ -1,0 +1,72 @@
+"""Fixtures of the management tests: extra servers with test-only plugins loaded by entry point."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lakekeeper_host.testing.server import CatalogServer
+
+PLUGIN_DIR = Path(__file__).parent / "plugins"
+
+
+@pytest.fixture(scope="session")
+def test_plugin_path(tmp_path_factory) -> str:
+    """A sys.path entry holding the test plugins and a dist-info that declares them as
+    ``lakekeeper`` entry points, so a ``lakekeeper serve`` subprocess discovers them for real."""
+    root = tmp_path_factory.mktemp("lk-test-plugins")
+    for module in PLUGIN_DIR.glob("lk_test_*.py"):
+        shutil.copy(module, root / module.name)
+    dist = root / "lk_test_plugins-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lk-test-plugins\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[lakekeeper]\n"
+        + "".join(f"{m.stem} = {m.stem}\n" for m in sorted(PLUGIN_DIR.glob("lk_test_*.py")))
+    )
+    return str(root)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def make_server(request, backend, test_plugin_path, tmp_path) -> Callable[..., CatalogServer]:
+    """Start servers sharing one fresh database of ``backend`` (SQLite file or PostgreSQL db).
+
+    ``make_server(env={...})`` -> a started ``CatalogServer``; all are stopped after the test.
+    """
+    env: dict[str, str] = {
+        "PYTHONPATH": os.pathsep.join(p for p in (test_plugin_path, os.environ.get("PYTHONPATH")) if p),
+        "LAKEKEEPER__TASK_POLL_INTERVAL": "100ms",
+    }
+    if backend == "postgres":
+        url = request.getfixturevalue("pg_url_factory")()
+        env.update({"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url})
+    else:
+        env["LAKEKEEPER__SQLITE_PATH"] = str(tmp_path / "catalog.sqlite")
+    servers: list[CatalogServer] = []
+
+    def make(extra: dict[str, str] | None = None, *, bootstrap: bool = True) -> CatalogServer:
+        """``bootstrap=False``: a pristine server (PostgreSQL: not bootstrapped; SQLite: no quickstart)."""
+        settings = {**env, **(extra or {})}
+        if not bootstrap and backend == "sqlite":
+            settings["LAKEKEEPER__EMBEDDED_QUICKSTART"] = "false"
+        srv = CatalogServer(settings)
+        srv.backend = backend
+        servers.append(srv)
+        srv.start()
+        if bootstrap and backend == "postgres" and len(servers) == 1:
+            httpx.post(srv.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
+        return srv
+
+    yield make
+    for srv in servers:
+        srv.close()

@@ -1,0 +1,189 @@
+"""Warehouses: listing by status, rename, (de)activation, delete rules, storage, policies, validation."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+
+from tests.management.helpers import new_file_warehouse
+
+MGMT = "/management/v1"
+
+
+def names(http: httpx.Client, *statuses: str) -> set[str]:
+    params = [("warehouseStatus", s) for s in statuses]
+    response = http.get(f"{MGMT}/warehouse", params=params)
+    assert response.status_code == 200, response.text
+    return {w["name"] for w in response.json()["warehouses"]}
+
+
+def test_get_returns_lakekeeper_shape(http, warehouse):
+    body = http.get(f"{MGMT}/warehouse/{warehouse['id']}").json()
+    assert body["id"] == body["warehouse-id"] == warehouse["id"]
+    assert body["name"] == warehouse["name"]
+    assert body["storage-profile"]["type"] == "file"
+    assert body["delete-profile"] == {"type": "hard"}
+    assert body["status"] == "active"
+    assert body["protected"] is False
+    assert body["allowed-format-versions"] == [1, 2, 3] and body["default-format-version"] == 2
+    missing = http.get(f"{MGMT}/warehouse/{uuid.uuid4()}")
+    assert missing.status_code == 404
+
+
+def test_rename_and_name_conflicts(http, server, warehouse, tmp_path_factory):
+    other = new_file_warehouse(server.url, tmp_path_factory)
+    new_name = f"renamed-{uuid.uuid4().hex[:6]}"
+    renamed = http.post(f"{MGMT}/warehouse/{warehouse['id']}/rename", json={"new-name": new_name})
+    assert renamed.status_code == 200 and renamed.json()["name"] == new_name
+    clash = http.post(f"{MGMT}/warehouse/{warehouse['id']}/rename", json={"new-name": other["name"].upper()})
+    assert clash.status_code == 409
+    slash = http.post(f"{MGMT}/warehouse/{warehouse['id']}/rename", json={"new-name": "a/b"})
+    assert slash.status_code == 400
+
+
+def test_deactivated_warehouses_are_listed_only_on_request(http, warehouse):
+    name = warehouse["name"]
+    assert name in names(http)
+    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/deactivate").status_code == 204
+    assert name not in names(http)
+    assert name in names(http, "inactive")
+    assert name in names(http, "active", "inactive")
+    assert http.get(f"{MGMT}/warehouse/{warehouse['id']}").json()["status"] == "inactive"
+    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/activate").status_code == 204
+    assert name in names(http)
+    bad = http.get(f"{MGMT}/warehouse", params={"warehouseStatus": "sleeping"})
+    assert bad.status_code == 400
+
+
+def test_overlapping_locations_are_refused_within_a_project(http, warehouse):
+    nested = {
+        "warehouse-name": f"nested-{uuid.uuid4().hex[:6]}",
+        "storage-profile": {"type": "file", "root": warehouse["root"] + "/inner"},
+    }
+    response = http.post(f"{MGMT}/warehouse", json=nested)
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "CreateWarehouseStorageProfileOverlap"
+    # another project may use the location
+    project_id = http.post(f"{MGMT}/project", json={"project-name": "elsewhere"}).json()["project-id"]
+    elsewhere = http.post(f"{MGMT}/warehouse", json=nested, headers={"x-project-id": project_id})
+    assert elsewhere.status_code == 201, elsewhere.text
+
+
+def test_protected_warehouse_needs_force(http, warehouse):
+    wid = warehouse["id"]
+    protected = http.post(f"{MGMT}/warehouse/{wid}/protection", json={"protected": True})
+    assert protected.status_code == 200 and protected.json()["protected"] is True
+    assert http.get(f"{MGMT}/warehouse/{wid}/protection").json()["protected"] is True
+    refused = http.delete(f"{MGMT}/warehouse/{wid}")
+    assert refused.status_code == 409
+    assert refused.json()["error"]["type"] == "WarehouseProtected"
+    assert http.delete(f"{MGMT}/warehouse/{wid}", params={"force": "true"}).status_code == 204
+    assert http.get(f"{MGMT}/warehouse/{wid}").status_code == 404
+
+
+def test_builtin_queues_are_not_user_schedulable(http, warehouse):
+    wid = warehouse["id"]
+    schedule = http.post(
+        f"{MGMT}/warehouse/{wid}/task-queue/tabular_purge/schedule",
+        json={"entity": {"type": "warehouse", "warehouse-id": wid}},
+    )
+    assert schedule.status_code == 400
+    assert schedule.json()["error"]["type"] == "QueueNotUserSchedulable"
+    unknown = http.post(
+        f"{MGMT}/warehouse/{wid}/task-queue/no_such_queue/schedule",
+        json={"entity": {"type": "warehouse", "warehouse-id": wid}},
+    )
+    assert unknown.status_code == 404
+
+
+def test_delete_profile_and_format_version_policy(http, warehouse):
+    wid = warehouse["id"]
+    soft = http.post(
+        f"{MGMT}/warehouse/{wid}/delete-profile", json={"delete-profile": {"type": "soft", "expiration-seconds": 60}}
+    )
+    assert soft.status_code == 200
+    assert soft.json()["delete-profile"] == {"type": "soft", "expiration-seconds": 60}
+    bad = http.post(f"{MGMT}/warehouse/{wid}/delete-profile", json={"delete-profile": {"type": "soft"}})
+    assert bad.status_code == 400 and "expiration-seconds" in bad.json()["error"]["message"]
+
+    policy = http.post(
+        f"{MGMT}/warehouse/{wid}/format-version-policy",
+        json={"allowed-format-versions": [2, 3], "default-format-version": 3},
+    )
+    assert policy.status_code == 200
+    assert policy.json()["allowed-format-versions"] == [2, 3]
+    assert policy.json()["default-format-version"] == 3
+    inconsistent = http.post(
+        f"{MGMT}/warehouse/{wid}/format-version-policy",
+        json={"allowed-format-versions": [1], "default-format-version": 3},
+    )
+    assert inconsistent.status_code == 400
+    unknown = http.post(f"{MGMT}/warehouse/{wid}/format-version-policy", json={"allowed-format-versions": [4]})
+    assert unknown.status_code == 400
+
+
+def test_storage_profile_replacement_keeps_immutable_fields(http, warehouse):
+    wid = warehouse["id"]
+    moved = http.post(
+        f"{MGMT}/warehouse/{wid}/storage", json={"storage-profile": {"type": "file", "root": warehouse["root"] + "-x"}}
+    )
+    assert moved.status_code == 400
+    assert moved.json()["error"]["type"] == "ImmutableField"
+    assert "root" in moved.json()["error"]["message"]
+
+    report = http.post(
+        f"{MGMT}/warehouse/{wid}/storage/validate-profile",
+        json={"storage-profile": {"type": "file", "root": warehouse["root"] + "-x"}},
+    )
+    assert report.status_code == 200
+    checks = {c["name"]: c for c in report.json()["checks"]}
+    assert report.json()["valid"] is False
+    assert checks["profile-compatible"]["status"] == "failed"
+
+    layout = {"type": "default"}
+    same = http.post(
+        f"{MGMT}/warehouse/{wid}/storage",
+        json={"storage-profile": {"type": "file", "root": warehouse["root"], "storage-layout": layout}},
+    )
+    assert same.status_code == 200, same.text
+    assert same.json()["storage-profile"]["storage-layout"] == layout
+
+
+def test_creation_validation_reports_every_check(http, warehouse, tmp_path):
+    body = {"warehouse-name": f"candidate-{uuid.uuid4().hex[:6]}", "storage-profile": {"type": "file", "root": str(tmp_path)}}
+    report = http.post(f"{MGMT}/warehouse-creation-validation", json=body)
+    assert report.status_code == 200
+    checks = {c["name"]: c["status"] for c in report.json()["checks"]}
+    assert report.json()["valid"] is True
+    assert checks["profile-well-formed"] == "passed"
+    assert checks["warehouse-name-valid"] == "passed"
+    assert checks["location-exclusive"] == "passed"
+    assert checks["lakekeeper-read-write"] == "passed"
+    assert checks["profile-compatible"] == "skipped"
+    # nothing was created
+    assert body["warehouse-name"] not in names(http)
+
+    taken = http.post(
+        f"{MGMT}/warehouse-creation-validation",
+        json={"warehouse-name": warehouse["name"], "storage-profile": {"type": "file", "root": warehouse["root"]}},
+    )
+    assert taken.status_code == 200
+    failed = {c["name"] for c in taken.json()["checks"] if c["status"] == "failed"}
+    assert failed == {"warehouse-name-valid", "location-exclusive"}
+    assert taken.json()["valid"] is False
+
+    access = http.post(f"{MGMT}/warehouse/{warehouse['id']}/storage/validate-access")
+    assert access.status_code == 200 and access.json()["valid"] is True
+
+
+def test_unwritable_storage_fails_creation_with_the_failed_check(http, tmp_path):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the warehouse directory should be")
+    body = {"warehouse-name": f"broken-{uuid.uuid4().hex[:6]}", "storage-profile": {"type": "file", "root": str(blocked)}}
+    report = http.post(f"{MGMT}/warehouse-creation-validation", json=body).json()
+    assert report["valid"] is False
+    assert {c["name"]: c["status"] for c in report["checks"]}["lakekeeper-read-write"] == "failed"
+    created = http.post(f"{MGMT}/warehouse", json=body)
+    assert created.status_code == 400
+    assert "lakekeeper-read-write" in created.json()["error"]["message"]
