@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     health = sub.add_parser("healthcheck", help="ask a running server's /health")
     health.add_argument("--url", help="base URL (default http://127.0.0.1:<LISTEN_PORT>)")
     sub.add_parser("plugins", help="list installed plugins and what they provide")
+    rotate = sub.add_parser(
+        "rotate-encryption-key", help="re-encrypt every stored secret under a new LAKEKEEPER__PG_ENCRYPTION_KEY"
+    )
+    new_key = rotate.add_mutually_exclusive_group(required=True)
+    new_key.add_argument("--new-key", help="the new key (prefer --new-key-file: arguments are visible to ps)")
+    new_key.add_argument("--new-key-file", help="read the new key from this file ('-' for stdin)")
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -175,12 +181,43 @@ def cmd_plugins(settings: Settings, args) -> int:
     return 0
 
 
+def cmd_rotate_encryption_key(settings: Settings, args) -> int:
+    from lakekeeper_host.server.secret_admin import KeyRotationError, rotate_encryption_key
+    from lakekeeper_host.service.secrets import SecretStoreError
+    from lakekeeper_host.store import Store
+
+    if args.new_key_file:
+        new_key = sys.stdin.read() if args.new_key_file == "-" else open(args.new_key_file).read()
+    else:
+        new_key = args.new_key
+
+    async def run():
+        store = Store.from_settings(settings)
+        await store.connect()
+        try:
+            return await rotate_encryption_key(store, settings, new_key)
+        finally:
+            await store.disconnect()
+
+    try:
+        result = asyncio.run(run())
+    except (KeyRotationError, SecretStoreError) as exc:
+        print(f"lakekeeper: error: key not rotated: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"re-encrypted {result.resealed} secret(s) under the new key ({result.already_current} already under it). "
+        "Restart every server with LAKEKEEPER__PG_ENCRYPTION_KEY set to the new key."
+    )
+    return 0
+
+
 COMMANDS = {
     "serve": cmd_serve,
     "migrate": cmd_migrate,
     "wait-for-db": cmd_wait_for_db,
     "healthcheck": cmd_healthcheck,
     "plugins": cmd_plugins,
+    "rotate-encryption-key": cmd_rotate_encryption_key,
 }
 
 if __name__ == "__main__":

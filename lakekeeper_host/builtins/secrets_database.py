@@ -1,32 +1,43 @@
 """Built-in secret store ``postgres``: secrets encrypted in the catalog database.
 
 The same backend serves SQLite. Values are sealed with AES-256-GCM under a key derived from
-``LAKEKEEPER__PG_ENCRYPTION_KEY`` (scrypt); the row holds only nonce + ciphertext.
+``LAKEKEEPER__PG_ENCRYPTION_KEY`` (scrypt); the row holds only nonce + ciphertext, and the secret
+id is bound as associated data, so a ciphertext copied onto another row does not open.
+``lakekeeper rotate-encryption-key`` re-seals every row under a new key
+(``lakekeeper_host.server.secret_admin``).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
 import logging
 import os
 from typing import Any
 
+from attrs import frozen
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from lakekeeper_host import hookimpl
-from lakekeeper_host.registry import BackendSpec, BuildContext
+from lakekeeper_host.registry import BackendSpec, BuildContext, StartupError
+from lakekeeper_host.service.secrets import SecretStoreError
 from lakekeeper_host.store import Executor, now_ms
 
 log = logging.getLogger(__name__)
 _FORMAT = "v1"
 _SALT = b"lakekeeper-host/secret-store/v1"
+_NONCE_BYTES = 12
 
 
-class SecretDecryptionError(Exception):
-    """The stored secret cannot be opened with the configured key."""
+class SecretDecryptionError(SecretStoreError):
+    """A stored secret does not open with the configured key (wrong key, or a damaged row)."""
+
+    def __init__(self, secret_id: str, reason: str = "cannot be decrypted with the configured LAKEKEEPER__PG_ENCRYPTION_KEY"):
+        super().__init__(f"Secret {secret_id} {reason}", code=500, type_="SecretDecryptionError")
+        self.secret_id = secret_id
 
 
 def derive_key(passphrase: str) -> bytes:
@@ -34,7 +45,7 @@ def derive_key(passphrase: str) -> bytes:
 
 
 def seal(key: bytes, secret_id: str, value: dict[str, Any]) -> str:
-    nonce = os.urandom(12)
+    nonce = os.urandom(_NONCE_BYTES)
     ciphertext = AESGCM(key).encrypt(nonce, json.dumps(value).encode(), secret_id.encode())
     return f"{_FORMAT}:" + base64.b64encode(nonce + ciphertext).decode()
 
@@ -42,23 +53,34 @@ def seal(key: bytes, secret_id: str, value: dict[str, Any]) -> str:
 def open_sealed(key: bytes, secret_id: str, sealed: str) -> dict[str, Any]:
     version, _, payload = sealed.partition(":")
     if version != _FORMAT:
-        raise SecretDecryptionError(f"unknown secret format {version!r}")
-    raw = base64.b64decode(payload)
+        raise SecretDecryptionError(secret_id, f"has an unknown format {version!r}")
     try:
-        plain = AESGCM(key).decrypt(raw[:12], raw[12:], secret_id.encode())
-    except InvalidTag:
-        raise SecretDecryptionError(
-            "secret cannot be decrypted with the configured LAKEKEEPER__PG_ENCRYPTION_KEY"
-        ) from None
+        raw = base64.b64decode(payload, validate=True)
+        plain = AESGCM(key).decrypt(raw[:_NONCE_BYTES], raw[_NONCE_BYTES:], secret_id.encode())
+    except (InvalidTag, binascii.Error, ValueError):
+        raise SecretDecryptionError(secret_id) from None
     return json.loads(plain)
 
 
+@frozen
+class Resealed:
+    """What re-sealing the table under a new key did."""
+
+    resealed: int
+    already_current: int
+
+
 class DatabaseSecretStore:
+    """The ``secret`` table. ``db`` is the store, or a transaction for work that must be atomic."""
+
     name = "postgres"
 
     def __init__(self, db: Executor, key: bytes):
         self.db = db
         self._key = key
+
+    def __repr__(self) -> str:
+        return "DatabaseSecretStore()"
 
     async def create_impl(self, secret_id: str, value: dict[str, Any]) -> None:
         await self.db.execute(
@@ -74,22 +96,93 @@ class DatabaseSecretStore:
         await self.db.execute("DELETE FROM secret WHERE id = :id", {"id": secret_id})
 
     async def health(self) -> bool:
-        return True
+        return await self.db.fetch_val("SELECT 1") == 1
 
     async def close(self) -> None:
         return None
 
+    async def check_key(self) -> None:
+        """Fail when the newest stored secret does not open: the server runs with a stale key."""
+        row = await self.db.fetch_one("SELECT id, ciphertext FROM secret ORDER BY created_at DESC, id DESC LIMIT 1")
+        if row is None:
+            return
+        try:
+            open_sealed(self._key, row["id"], row["ciphertext"])
+        except SecretDecryptionError:
+            raise StartupError(
+                f"LAKEKEEPER__PG_ENCRYPTION_KEY does not decrypt the stored secrets (secret {row['id']} "
+                "does not open). After `lakekeeper rotate-encryption-key`, configure the new key; "
+                "if a server wrote secrets with the old key after the rotation, run the rotation again "
+                "with the old key configured."
+            ) from None
 
-async def _build(config: None, ctx: BuildContext) -> DatabaseSecretStore:
-    pg = ctx.settings.pg
+    async def reseal_all(self, new_key: bytes) -> Resealed:
+        """Re-encrypt every row under ``new_key``; rows that already open with it are left alone.
+
+        Run it inside a transaction: any row that opens with neither key aborts the whole run, so
+        the table is never left half old, half new. Skipping rows already under the new key makes
+        a repeated run safe (e.g. after a server kept writing with the old key).
+        """
+        await self._lock_for_rewrite()
+        rows = await self.db.fetch_all("SELECT id, ciphertext FROM secret ORDER BY id")
+        resealed = already = 0
+        unreadable: list[str] = []
+        for row in rows:
+            secret_id, sealed = row["id"], row["ciphertext"]
+            try:
+                value = open_sealed(self._key, secret_id, sealed)
+            except SecretDecryptionError:
+                try:
+                    open_sealed(new_key, secret_id, sealed)
+                except SecretDecryptionError:
+                    unreadable.append(secret_id)
+                else:
+                    already += 1
+                continue
+            await self.db.execute(
+                "UPDATE secret SET ciphertext = :c, updated_at = :t WHERE id = :id",
+                {"id": secret_id, "c": seal(new_key, secret_id, value), "t": now_ms()},
+            )
+            resealed += 1
+        if unreadable:
+            shown = ", ".join(unreadable[:5]) + (f" and {len(unreadable) - 5} more" if len(unreadable) > 5 else "")
+            raise SecretDecryptionError(
+                shown,
+                "open(s) with neither the configured LAKEKEEPER__PG_ENCRYPTION_KEY nor the new key; nothing was changed",
+            )
+        return Resealed(resealed=resealed, already_current=already)
+
+    async def _lock_for_rewrite(self) -> None:
+        # SQLite transactions already hold the write lock (BEGIN IMMEDIATE); on PostgreSQL block
+        # concurrent inserts/updates/deletes until commit, but let readers continue.
+        if self.db.is_postgres:
+            await self.db.execute("LOCK TABLE secret IN SHARE ROW EXCLUSIVE MODE")
+
+
+def warn_if_default_key(pg: Any) -> None:
     if pg.encryption_key_is_default:
         log.warning(
             "THIS IS UNSAFE! LAKEKEEPER__PG_ENCRYPTION_KEY is not set: secrets are encrypted "
             "with the publicly known default key. Set a long random key before storing real credentials."
         )
-    return DatabaseSecretStore(ctx.db, derive_key(pg.pg_encryption_key.get()))
+
+
+async def _build(config: None, ctx: BuildContext) -> DatabaseSecretStore:
+    pg = ctx.settings.pg
+    warn_if_default_key(pg)
+    store = DatabaseSecretStore(ctx.db, derive_key(pg.pg_encryption_key.get()))
+    await store.check_key()
+    return store
 
 
 @hookimpl
 def lakekeeper_secret_stores():
     return [BackendSpec(name="postgres", aliases=("database", "sqlite"), factory=_build)]
+
+
+@hookimpl
+def lakekeeper_startup(state):
+    # The host's Secrets facade (whatever the backend) counts cache hits/misses in the
+    # `lakekeeper_cache_requests_total{cache="secrets"}` metric once the metrics exist.
+    if state.secrets.metrics is None:
+        state.secrets.metrics = state.extras.get("metrics")

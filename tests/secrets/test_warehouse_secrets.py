@@ -1,0 +1,50 @@
+"""Warehouses whose S3 credentials live in the built-in store (SQLite and PostgreSQL), over HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakekeeper_host.testing.secrets_conformance import WarehouseSecretsConformance
+
+from .conftest import DatabaseProbe, backend_env, start_server
+
+pytestmark = pytest.mark.s3
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def builtin_server(request):
+    server = start_server(backend_env(request.param, request))
+    yield server
+    server.close()
+
+
+class TestBuiltinStoreWarehouses(WarehouseSecretsConformance):
+    @pytest.fixture
+    def secrets_server(self, builtin_server):
+        return builtin_server
+
+    @pytest.fixture
+    def secret_probe(self, builtin_server):
+        return DatabaseProbe(builtin_server)
+
+
+async def test_raw_warehouse_and_secret_rows_hold_no_plaintext(builtin_server, seaweed):
+    import httpx
+
+    from lakekeeper_host.testing.secrets_conformance import server_database
+
+    credential = seaweed.credential("first")
+    async with httpx.AsyncClient(base_url=builtin_server.url, timeout=120) as client:
+        response = await client.post(
+            "/management/v1/warehouse",
+            json={
+                "warehouse-name": "raw-rows",
+                "storage-profile": seaweed.profile("lakekeeper", "raw-rows"),
+                "storage-credential": credential,
+            },
+        )
+    assert response.status_code == 201, response.text
+    async with server_database(builtin_server) as db:
+        dump = repr(await db.fetch_all("SELECT * FROM secret")) + repr(await db.fetch_all("SELECT * FROM warehouse"))
+    assert credential["aws-secret-access-key"] not in dump
+    assert credential["aws-access-key-id"] not in dump
