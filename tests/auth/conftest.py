@@ -48,6 +48,11 @@ def two_provider_env(idp_one: OidcIssuer, idp_two: OidcIssuer) -> dict[str, str]
     }
 
 
+@pytest.fixture(scope="session")
+def auth_env(idp_one, idp_two) -> dict[str, str]:
+    return two_provider_env(idp_one, idp_two)
+
+
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
 def auth_server(request, idp_one, idp_two):
     """A server that requires tokens from either issuer, once per database backend."""
