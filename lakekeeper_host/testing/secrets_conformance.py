@@ -1,4 +1,7 @@
-"""Conformance suite for secret stores: what every ``SecretStore`` must do, run against the real thing.
+"""Conformance suites for secret stores: what every ``SecretStore`` must do, run against the real thing.
+
+``SecretStoreConformance`` checks the store itself; ``WarehouseSecretsConformance`` (below) runs
+the warehouse life cycle through a real ``lakekeeper serve`` with the store as its secret backend.
 
 A plugin package (or the host, for its built-in store) subclasses ``SecretStoreConformance`` in a
 test module and provides an async ``secret_store`` fixture yielding a started store::

@@ -1,0 +1,81 @@
+"""Real OpenBao (``bao server -dev``) for the KV2 store, SeaweedFS for warehouse credentials."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from lakekeeper_host.testing.secrets_conformance import SeaweedTwoUsers
+from lakekeeper_host.testing.services import BaoUserpass, BinaryNotFound, OpenBaoServer
+from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
+from lakekeeper_host.config.types import Secret
+
+MOUNT = "lakekeeper-kv"
+
+
+def start_bao() -> OpenBaoServer:
+    try:
+        return OpenBaoServer().start()
+    except BinaryNotFound as exc:
+        pytest.skip(str(exc))
+
+
+def kv2_config(access: BaoUserpass) -> Kv2Config:
+    return Kv2Config(url=access.url, user=access.user, password=Secret(access.password), secret_mount=access.mount)
+
+
+def kv2_env(access: BaoUserpass) -> dict[str, str]:
+    return {
+        "LAKEKEEPER__SECRET_BACKEND": "kv2",
+        "LAKEKEEPER__KV2__URL": access.url,
+        "LAKEKEEPER__KV2__USER": access.user,
+        "LAKEKEEPER__KV2__PASSWORD": access.password,
+        "LAKEKEEPER__KV2__SECRET_MOUNT": access.mount,
+    }
+
+
+@pytest.fixture(scope="session")
+def bao() -> Iterator[OpenBaoServer]:
+    """One OpenBao for tests that do not restart it."""
+    server = start_bao()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def bao_access(bao) -> BaoUserpass:
+    """A userpass user whose policy allows only the kv-v2 mount ``lakekeeper-kv``."""
+    return bao.add_userpass_kv(mount=MOUNT, user="lakekeeper")
+
+
+@pytest.fixture
+def fresh_bao() -> Iterator[OpenBaoServer]:
+    """An OpenBao of this test alone (to restart or stop it)."""
+    server = start_bao()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+async def kv2_store(bao_access):
+    store = await VaultKv2Store(kv2_config(bao_access), server_id=str(uuid.uuid4())).start()
+    yield store
+    await store.close()
+
+
+@pytest.fixture(scope="session")
+def seaweed() -> Iterator[SeaweedTwoUsers]:
+    try:
+        server = SeaweedTwoUsers(buckets=["lakekeeper"]).start()
+    except BinaryNotFound as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.close()
