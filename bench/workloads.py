@@ -565,63 +565,112 @@ async def list_curve(target: dict[str, Any], *, points: list[int], page_size: in
 # floors
 
 
+class _RawDatabase:
+    """The thinnest async access to the server's database: an asyncpg pool, or a few aiosqlite
+    connections used round-robin (sqlite3 releases the GIL while a query runs)."""
+
+    def __init__(self, db: dict[str, Any], size: int):
+        self.db = db
+        self.size = size
+        self.postgres = db["kind"] == "postgres"
+        self._pool: Any = None
+        self._connections: list[Any] = []
+        self._next = 0
+
+    def sql(self, text: str) -> str:
+        """``text`` uses ``?`` placeholders; PostgreSQL wants ``$1, $2, ...``."""
+        if not self.postgres:
+            return text
+        parts = text.split("?")
+        return "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts))
+
+    async def __aenter__(self) -> _RawDatabase:
+        if self.postgres:
+            import asyncpg
+
+            self._pool = await asyncpg.create_pool(self.db["url"], min_size=self.size, max_size=self.size)
+        else:
+            import aiosqlite
+
+            for _ in range(self.size):
+                connection = await aiosqlite.connect(self.db["path"])
+                await connection.execute("PRAGMA busy_timeout = 5000")
+                self._connections.append(connection)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+        for connection in self._connections:
+            await connection.close()
+
+    async def fetch(self, text: str, *args: Any) -> list[tuple]:
+        if self.postgres:
+            async with self._pool.acquire() as connection:
+                return [tuple(row) for row in await connection.fetch(self.sql(text), *args)]
+        connection = self._connections[self._next % len(self._connections)]
+        self._next += 1
+        async with connection.execute(text, args) as cursor:
+            return list(await cursor.fetchall())
+
+    async def execute_many(self, text: str, rows: list[tuple]) -> None:
+        if self.postgres:
+            async with self._pool.acquire() as connection:
+                await connection.executemany(self.sql(text), rows)
+            return
+        connection = self._connections[0]
+        await connection.executemany(text, rows)
+        await connection.commit()
+
+    async def execute(self, text: str) -> None:
+        if self.postgres:
+            async with self._pool.acquire() as connection:
+                await connection.execute(text)
+            return
+        await self._connections[0].execute(text)
+        await self._connections[0].commit()
+
+
 async def db_floor(db: dict[str, Any], *, body: str, concurrency: int = 16, duration: float = 10.0,
                    rows: int = 40) -> dict[str, Any]:
-    """The storage limit: a primary-key read of a row holding the loadTable bytes, raw driver,
-    same database, same concurrency. PostgreSQL via an asyncpg pool of ``pool`` connections,
-    SQLite via aiosqlite on the server's database file."""
+    """The storage limit: the row read behind loadTable, raw driver, same database, same concurrency.
+
+    Reads the server's own ``tabular`` rows by (namespace id, name key), the lookup loadTable
+    makes, when the tree's tables are there; otherwise rows of a bench table holding the same
+    bytes as the loadTable response. PostgreSQL: an asyncpg pool of 10 (the server's read pool
+    size); SQLite: 4 aiosqlite connections on the server's database file.
+    """
     recorder = Recorder()
-    keys = [f"bench-floor-{i}" for i in range(rows)]
-    if db["kind"] == "postgres":
-        import asyncpg
-
-        pool = await asyncpg.create_pool(db["url"], min_size=db.get("pool", 10), max_size=db.get("pool", 10))
+    async with _RawDatabase(db, 10 if db["kind"] == "postgres" else 4) as raw:
         try:
-            async with pool.acquire() as conn:
-                await conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id text PRIMARY KEY, metadata text)")
-                await conn.executemany("INSERT INTO bench_floor VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
-                                       [(key, body) for key in keys])
+            keys = await raw.fetch("SELECT namespace_id, name_key FROM tabular WHERE typ = 'table' "
+                                   "AND deleted_at IS NULL AND metadata IS NOT NULL ORDER BY created_at LIMIT ?", rows)
+        except Exception:
+            keys = []
+        if keys:
+            source = "tabular (the server's table rows)"
+            query = "SELECT * FROM tabular WHERE namespace_id = ? AND name_key = ? AND deleted_at IS NULL"
+        else:
+            source = "bench_floor (rows holding the loadTable bytes)"
+            await raw.execute("CREATE TABLE IF NOT EXISTS bench_floor (id TEXT PRIMARY KEY, metadata TEXT)")
+            keys = [(f"bench-floor-{i}",) for i in range(rows)]
+            await raw.execute_many("INSERT INTO bench_floor VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
+                                   [(key[0], body) for key in keys])
+            query = "SELECT metadata FROM bench_floor WHERE id = ?"
 
-            async def step(worker: int, rng: random.Random) -> None:
-                began = time.perf_counter()
-                async with pool.acquire() as conn:
-                    value = await conn.fetchval("SELECT metadata FROM bench_floor WHERE id = $1",
-                                                keys[rng.randrange(rows)])
-                recorder.record("db_read", time.perf_counter() - began, 200, value is not None)
+        async def step(worker: int, rng: random.Random) -> None:
+            began = time.perf_counter()
+            found = await raw.fetch(query, *keys[rng.randrange(len(keys))])
+            recorder.record("db_read", time.perf_counter() - began, 200, bool(found))
 
-            await closed_loop(concurrency, 1.0, step, seed=1)
-            recorder.reset()
-            recorder.start()
-            model = await closed_loop(concurrency, duration, step)
-            recorder.stop()
-            async with pool.acquire() as conn:
-                await conn.execute("DROP TABLE bench_floor")
-        finally:
-            await pool.close()
-    else:
-        import aiosqlite
-
-        async with aiosqlite.connect(db["path"]) as conn:
-            await conn.execute("PRAGMA busy_timeout = 5000")
-            await conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id text PRIMARY KEY, metadata text)")
-            await conn.executemany("INSERT OR IGNORE INTO bench_floor VALUES (?, ?)", [(key, body) for key in keys])
-            await conn.commit()
-
-            async def step(worker: int, rng: random.Random) -> None:
-                began = time.perf_counter()
-                async with conn.execute("SELECT metadata FROM bench_floor WHERE id = ?",
-                                        (keys[rng.randrange(rows)],)) as cursor:
-                    row = await cursor.fetchone()
-                recorder.record("db_read", time.perf_counter() - began, 200, row is not None)
-
-            await closed_loop(concurrency, 1.0, step, seed=1)
-            recorder.reset()
-            recorder.start()
-            model = await closed_loop(concurrency, duration, step)
-            recorder.stop()
-            await conn.execute("DROP TABLE bench_floor")
-            await conn.commit()
-    return {"load": model, "body_bytes": len(body), **recorder.summary()}
+        await closed_loop(concurrency, 1.0, step, seed=1)
+        recorder.reset()
+        recorder.start()
+        model = await closed_loop(concurrency, duration, step)
+        recorder.stop()
+        if source.startswith("bench_floor"):
+            await raw.execute("DROP TABLE bench_floor")
+    return {"load": model, "source": source, "body_bytes": len(body), **recorder.summary()}
 
 
 # ---------------------------------------------------------------------------------------------
