@@ -111,9 +111,10 @@ class DatabaseSecretStore:
         except SecretDecryptionError:
             raise StartupError(
                 f"LAKEKEEPER__PG_ENCRYPTION_KEY does not decrypt the stored secrets (secret {row['id']} "
-                "does not open). After `lakekeeper rotate-encryption-key`, configure the new key; "
-                "if a server wrote secrets with the old key after the rotation, run the rotation again "
-                "with the old key configured."
+                "does not open). Configure the key they were written with -- after "
+                "`lakekeeper rotate-encryption-key` that is the new key. To move secrets written with "
+                "another key (e.g. the default one) to this key, configure that key and run "
+                "`lakekeeper rotate-encryption-key --new-key-file <file>`."
             ) from None
 
     async def reseal_all(self, new_key: bytes) -> Resealed:

@@ -18,6 +18,8 @@ from lakekeeper_host.testing.services import BinaryNotFound
 
 KEY = "conformance-key-0123456789abcdef"
 BUCKET = "lakekeeper"
+# debug logs and CloudEvents in the server log, so the leak checks that grep it see everything
+CHATTY = {"LAKEKEEPER__LOG_LEVEL": "debug", "LAKEKEEPER__LOG_CLOUDEVENTS": "true"}
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -58,11 +60,11 @@ def seaweed() -> Iterator[SeaweedTwoUsers]:
 
 def backend_env(backend: str, request) -> dict[str, str]:
     if backend == "sqlite":
-        return {}
+        return dict(CHATTY)
     if os.environ.get("LAKEKEEPER_TEST_SKIP_POSTGRES") == "1":
         pytest.skip("LAKEKEEPER_TEST_SKIP_POSTGRES=1")
     url = request.getfixturevalue("pg_url_factory")()
-    return {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
+    return {**CHATTY, "LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
 
 
 def start_server(env: dict[str, str]) -> CatalogServer:

@@ -44,10 +44,12 @@ async def test_rows_never_hold_the_plaintext(store, database_secret_store):
     for value in values:
         await database_secret_store.create_impl(new_secret_id(), value)
     dump = "\n".join((await raw_rows(store)).values())
-    for value in values:
-        for part in value.values():
-            assert part not in dump
-            assert json.dumps(part) not in dump
+    # every distinctive part (short ones like "s3" turn up in any random base64)
+    parts = [part for value in values for part in value.values() if len(part) >= 8]
+    assert len(parts) == 5
+    for part in parts:
+        assert part not in dump
+        assert json.dumps(part) not in dump
 
 
 async def test_a_ciphertext_only_opens_on_its_own_row(store, database_secret_store):

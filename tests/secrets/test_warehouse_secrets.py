@@ -48,3 +48,26 @@ async def test_raw_warehouse_and_secret_rows_hold_no_plaintext(builtin_server, s
         dump = repr(await db.fetch_all("SELECT * FROM secret")) + repr(await db.fetch_all("SELECT * FROM warehouse"))
     assert credential["aws-secret-access-key"] not in dump
     assert credential["aws-access-key-id"] not in dump
+
+
+async def test_secret_cache_lookups_show_in_the_metrics_without_values(builtin_server, seaweed):
+    import httpx
+
+    from lakekeeper_host.testing.secrets_conformance import storage_works
+
+    credential = seaweed.credential("second")
+    async with httpx.AsyncClient(base_url=builtin_server.url, timeout=120) as client:
+        created = await client.post(
+            "/management/v1/warehouse",
+            json={
+                "warehouse-name": "metrics",
+                "storage-profile": seaweed.profile("lakekeeper", "metrics"),
+                "storage-credential": credential,
+            },
+        )
+        assert created.status_code == 201, created.text
+        probe = await storage_works(client, created.json()["warehouse-id"])
+        assert probe.json()["valid"] is True, probe.text
+        metrics = (await client.get(f"http://127.0.0.1:{builtin_server.metrics_port}/metrics")).text
+    assert 'lakekeeper_cache_requests_total{cache="secrets",result="miss"}' in metrics
+    assert credential["aws-secret-access-key"] not in metrics

@@ -33,6 +33,9 @@ def kv2_env(access: BaoUserpass) -> dict[str, str]:
         "LAKEKEEPER__KV2__USER": access.user,
         "LAKEKEEPER__KV2__PASSWORD": access.password,
         "LAKEKEEPER__KV2__SECRET_MOUNT": access.mount,
+        # debug logs and CloudEvents in the server log, so the leak checks that grep it see everything
+        "LAKEKEEPER__LOG_LEVEL": "debug",
+        "LAKEKEEPER__LOG_CLOUDEVENTS": "true",
     }
 
 
