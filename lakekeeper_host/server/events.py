@@ -1,0 +1,365 @@
+"""The one place that turns committed mutations into CloudEvents (Lakekeeper §7).
+
+Every function here builds the events of one mutation and hands them to the dispatcher with
+``state.events.publish`` -- call it AFTER the database commit (never inside the transaction):
+publishing only enqueues, so it never blocks or fails the request. Each function returns the
+events it published.
+
+Wire format, as Lakekeeper's ``CloudEventsPublisher``: CloudEvents v1.0, ``id`` a UUIDv7,
+``source`` ``uri:iceberg-catalog-service:<hostname>``, ``datacontenttype`` ``application/json``,
+and the extension attributes ``tabular-type``, ``tabular-id``, ``warehouse-id``, ``name``,
+``namespace`` (parts joined by ``\\x1f``, the URL form), ``prefix``, ``num-events``,
+``sequence-number`` (index within a multi-table commit), ``trace-id`` (the request id) and
+``actor`` (JSON text of ``Actor.describe()``).
+
+Type names of tabular events are Lakekeeper's (``createTable``, ``updateTable``, ...).
+Lakekeeper emits no CloudEvents for namespaces and warehouses; ours (``createNamespace``,
+``dropNamespace``, ``updateNamespaceProperties``, ``createWarehouse``, ``deleteWarehouse``...)
+follow the same naming and carry ``namespace-id`` / ``project-id`` instead of the tabular ones.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from lakekeeper_host.service.events import CloudEvent, utc_now_iso
+from lakekeeper_host.store.db import new_id
+
+NAMESPACE_SEPARATOR = "\x1f"
+
+# event types (Lakekeeper's names for tabulars)
+CREATE_TABLE = "createTable"
+REGISTER_TABLE = "registerTable"
+UPDATE_TABLE = "updateTable"
+DROP_TABLE = "dropTable"
+RENAME_TABLE = "renameTable"
+CREATE_VIEW = "createView"
+UPDATE_VIEW = "updateView"
+DROP_VIEW = "dropView"
+RENAME_VIEW = "renameView"
+UNDROP_TABULARS = "undropTabulars"
+CREATE_NAMESPACE = "createNamespace"
+DROP_NAMESPACE = "dropNamespace"
+UPDATE_NAMESPACE_PROPERTIES = "updateNamespaceProperties"
+CREATE_WAREHOUSE = "createWarehouse"
+DELETE_WAREHOUSE = "deleteWarehouse"
+RENAME_WAREHOUSE = "renameWarehouse"
+
+
+@lru_cache(maxsize=1)
+def event_source() -> str:
+    try:
+        host = socket.gethostname() or "hostname-unavailable"
+    except OSError:
+        host = "hostname-unavailable"
+    return f"uri:iceberg-catalog-service:{host}"
+
+
+def namespace_url(namespace: str | Sequence[str] | None) -> str | None:
+    """``["a", "b"]`` -> ``"a\\x1fb"`` (strings are taken as already joined)."""
+    if namespace is None:
+        return None
+    if isinstance(namespace, str):
+        return namespace
+    return NAMESPACE_SEPARATOR.join(str(part) for part in namespace)
+
+
+def _id_of(entity: Any) -> str:
+    """A warehouse/tabular given as a row object (``.id``) or as its id."""
+    return str(getattr(entity, "id", entity))
+
+
+def _actor_json(meta: Any) -> str:
+    actor = getattr(meta, "actor", None)
+    described = actor.describe() if actor is not None else {"type": "anonymous"}
+    return json.dumps(described, separators=(",", ":"))
+
+
+def build_event(
+    meta: Any,
+    type: str,
+    data: Any = None,
+    *,
+    warehouse_id: str,
+    tabular_type: str | None = None,
+    tabular_id: str | None = None,
+    namespace: str | Sequence[str] | None = None,
+    name: str | None = None,
+    prefix: str | None = None,
+    sequence_number: int = 0,
+    num_events: int = 1,
+    extra: dict[str, Any] | None = None,
+) -> CloudEvent:
+    """One CloudEvent with Lakekeeper's extension attributes; ``meta`` is the RequestMetadata."""
+    extensions: dict[str, Any] = {}
+    if tabular_type is not None:
+        extensions["tabular-type"] = tabular_type
+    if tabular_id is not None:
+        extensions["tabular-id"] = str(tabular_id)
+    extensions["warehouse-id"] = str(warehouse_id)
+    if name is not None:
+        extensions["name"] = name
+    if namespace is not None:
+        extensions["namespace"] = namespace_url(namespace)
+    extensions["prefix"] = prefix if prefix is not None else str(warehouse_id)
+    extensions["num-events"] = num_events
+    extensions["sequence-number"] = sequence_number
+    extensions["trace-id"] = str(getattr(meta, "request_id", "") or "")
+    extensions["actor"] = _actor_json(meta)
+    if extra:
+        extensions.update({k: v for k, v in extra.items() if v is not None})
+    return CloudEvent(
+        id=new_id(),
+        source=event_source(),
+        type=type,
+        data=data,
+        time=utc_now_iso(),
+        extensions=extensions,
+    )
+
+
+def _publish(state: Any, events: list[CloudEvent]) -> list[CloudEvent]:
+    if events:
+        state.events.publish(events)
+    return events
+
+
+def _tabular_event(
+    state: Any,
+    meta: Any,
+    type: str,
+    tabular_type: str,
+    warehouse: Any,
+    namespace: str | Sequence[str],
+    name: str,
+    tabular_id: str,
+    data: Any,
+    prefix: str | None,
+) -> list[CloudEvent]:
+    event = build_event(
+        meta,
+        type,
+        data,
+        warehouse_id=_id_of(warehouse),
+        tabular_type=tabular_type,
+        tabular_id=tabular_id,
+        namespace=namespace,
+        name=name,
+        prefix=prefix,
+    )
+    return _publish(state, [event])
+
+
+# ---------------------------------------------------------------- tables
+
+
+def table_created(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+    """``createTable``; ``data`` is the create request JSON."""
+    return _tabular_event(state, meta, CREATE_TABLE, "table", warehouse, namespace, name, tabular_id, data, prefix)
+
+
+def table_registered(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+    """``registerTable``; ``data`` is the register request JSON."""
+    return _tabular_event(state, meta, REGISTER_TABLE, "table", warehouse, namespace, name, tabular_id, data, prefix)
+
+
+def table_dropped(state, meta, warehouse, namespace, name, tabular_id, *, prefix=None):
+    """``dropTable``; ``data`` is null."""
+    return _tabular_event(state, meta, DROP_TABLE, "table", warehouse, namespace, name, tabular_id, None, prefix)
+
+
+def table_renamed(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+    """``renameTable``; ``namespace``/``name`` are the SOURCE identifier, ``data`` the rename request."""
+    return _tabular_event(state, meta, RENAME_TABLE, "table", warehouse, namespace, name, tabular_id, data, prefix)
+
+
+def table_updated(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+    """``updateTable`` for a single-table commit (see :func:`tables_updated` for transactions)."""
+    return tables_updated(state, meta, warehouse, [(namespace, name, tabular_id, data)], prefix=prefix)
+
+
+def tables_updated(
+    state: Any,
+    meta: Any,
+    warehouse: Any,
+    commits: Iterable[tuple[str | Sequence[str], str, str, Any]],
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
+    """One ``updateTable`` per table of a (multi-table) commit, in request order.
+
+    ``commits`` holds ``(namespace, name, tabular_id, commit_request_json)``; each event's
+    ``data`` is that table's CommitTableRequest (``identifier``, ``requirements``, ``updates``)
+    and it carries ``sequence-number`` (0-based index) and ``num-events``.
+    """
+    items = list(commits)
+    events = []
+    for index, (namespace, name, tabular_id, data) in enumerate(items):
+        body = dict(data) if isinstance(data, dict) else {"requirements": [], "updates": []}
+        if not body.get("identifier"):
+            parts = namespace.split(NAMESPACE_SEPARATOR) if isinstance(namespace, str) else list(namespace)
+            body = {"identifier": {"namespace": parts, "name": name}, **body}
+        events.append(
+            build_event(
+                meta,
+                UPDATE_TABLE,
+                body,
+                warehouse_id=_id_of(warehouse),
+                tabular_type="table",
+                tabular_id=tabular_id,
+                namespace=namespace,
+                name=name,
+                prefix=prefix,
+                sequence_number=index,
+                num_events=len(items),
+            )
+        )
+    return _publish(state, events)
+
+
+# ---------------------------------------------------------------- views
+
+
+def view_created(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+    """``createView``; ``data`` is the create request JSON."""
+    return _tabular_event(state, meta, CREATE_VIEW, "view", warehouse, namespace, name, tabular_id, data, prefix)
+
+
+def view_updated(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+    """``updateView``; ``data`` is the commit (replace) request JSON."""
+    return _tabular_event(state, meta, UPDATE_VIEW, "view", warehouse, namespace, name, tabular_id, data, prefix)
+
+
+def view_dropped(state, meta, warehouse, namespace, name, tabular_id, *, prefix=None):
+    """``dropView``; ``data`` is null."""
+    return _tabular_event(state, meta, DROP_VIEW, "view", warehouse, namespace, name, tabular_id, None, prefix)
+
+
+def view_renamed(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+    """``renameView``; ``namespace``/``name`` are the SOURCE identifier, ``data`` the rename request."""
+    return _tabular_event(state, meta, RENAME_VIEW, "view", warehouse, namespace, name, tabular_id, data, prefix)
+
+
+def tabular_dropped(state, meta, warehouse, namespace, name, tabular_id, tabular_type: str, *, prefix=None):
+    """``dropTable`` or ``dropView`` by ``tabular_type``."""
+    fn = view_dropped if tabular_type == "view" else table_dropped
+    return fn(state, meta, warehouse, namespace, name, tabular_id, prefix=prefix)
+
+
+# ---------------------------------------------------------------- undrop
+
+
+def tabulars_undropped(
+    state: Any,
+    meta: Any,
+    warehouse: Any,
+    tabulars: Iterable[Any],
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
+    """One ``undropTabulars`` per restored tabular (``sequence-number``/``num-events`` set).
+
+    ``tabulars`` holds objects or dicts with ``id``, ``name``, ``typ`` (``table``/``view``) and
+    ``namespace`` (list of parts or joined string).
+    """
+    items = list(tabulars)
+
+    def get(item: Any, key: str, default: Any = None) -> Any:
+        return item.get(key, default) if isinstance(item, dict) else getattr(item, key, default)
+
+    events = [
+        build_event(
+            meta,
+            UNDROP_TABULARS,
+            None,
+            warehouse_id=_id_of(warehouse),
+            tabular_type=str(get(item, "typ", None) or get(item, "type", "table")),
+            tabular_id=str(get(item, "id")),
+            namespace=get(item, "namespace", None),
+            name=get(item, "name"),
+            prefix=prefix,
+            sequence_number=index,
+            num_events=len(items),
+        )
+        for index, item in enumerate(items)
+    ]
+    return _publish(state, events)
+
+
+# ---------------------------------------------------------------- namespaces
+
+
+def namespace_created(state, meta, warehouse, namespace, namespace_id, properties=None, *, prefix=None):
+    """``createNamespace``; ``data`` is ``{"namespace": [...], "properties": {...}}``."""
+    parts = _parts(namespace)
+    data = {"namespace": parts, "properties": dict(properties or {})}
+    return _namespace_event(state, meta, CREATE_NAMESPACE, warehouse, parts, namespace_id, data, prefix)
+
+
+def namespace_dropped(state, meta, warehouse, namespace, namespace_id, data=None, *, prefix=None):
+    """``dropNamespace``; ``data`` may carry the drop flags (``recursive``, ``purge``, ``force``)."""
+    return _namespace_event(state, meta, DROP_NAMESPACE, warehouse, _parts(namespace), namespace_id, data, prefix)
+
+
+def namespace_properties_updated(
+    state, meta, warehouse, namespace, namespace_id, updates=None, removals=None, *, prefix=None
+):
+    """``updateNamespaceProperties``; ``data`` is ``{"updates": {...}, "removals": [...]}``."""
+    data = {"updates": dict(updates or {}), "removals": list(removals or [])}
+    return _namespace_event(
+        state, meta, UPDATE_NAMESPACE_PROPERTIES, warehouse, _parts(namespace), namespace_id, data, prefix
+    )
+
+
+def _parts(namespace: str | Sequence[str]) -> list[str]:
+    return namespace.split(NAMESPACE_SEPARATOR) if isinstance(namespace, str) else [str(p) for p in namespace]
+
+
+def _namespace_event(state, meta, type, warehouse, parts, namespace_id, data, prefix):
+    event = build_event(
+        meta,
+        type,
+        data,
+        warehouse_id=_id_of(warehouse),
+        namespace=parts,
+        name=parts[-1] if parts else None,
+        prefix=prefix,
+        extra={"namespace-id": str(namespace_id) if namespace_id is not None else None},
+    )
+    return _publish(state, [event])
+
+
+# ---------------------------------------------------------------- warehouses
+
+
+def warehouse_created(state, meta, warehouse_id, name, project_id, data=None):
+    """``createWarehouse``; ``data`` should be free of secrets (no storage credential)."""
+    return _warehouse_event(state, meta, CREATE_WAREHOUSE, warehouse_id, name, project_id, data)
+
+
+def warehouse_deleted(state, meta, warehouse_id, name, project_id):
+    """``deleteWarehouse``; ``data`` is null."""
+    return _warehouse_event(state, meta, DELETE_WAREHOUSE, warehouse_id, name, project_id, None)
+
+
+def warehouse_renamed(state, meta, warehouse_id, new_name, project_id, old_name=None):
+    """``renameWarehouse``; ``name`` is the new name, ``data`` ``{"old-name", "new-name"}``."""
+    data = {"old-name": old_name, "new-name": new_name}
+    return _warehouse_event(state, meta, RENAME_WAREHOUSE, warehouse_id, new_name, project_id, data)
+
+
+def _warehouse_event(state, meta, type, warehouse_id, name, project_id, data):
+    event = build_event(
+        meta,
+        type,
+        data,
+        warehouse_id=str(warehouse_id),
+        name=name,
+        prefix=str(warehouse_id),
+        extra={"project-id": str(project_id) if project_id is not None else None},
+    )
+    return _publish(state, [event])
