@@ -67,28 +67,31 @@ async def get_tabular_info(
 
 async def soft_delete(db: Executor, tabular_id: str, *, force: bool) -> TabularInfo | None:
     """Mark a live tabular deleted; ``None`` if it is gone (or protected and not ``force``)."""
+    guard = "" if force else " AND protected = :false"
+    values: dict[str, Any] = {"t": now_ms(), "id": tabular_id}
+    if not force:
+        values["false"] = False
     return info_from_row(
         await db.fetch_one(
             "UPDATE tabular SET deleted_at = :t, updated_at = :t "
-            "WHERE id = :id AND deleted_at IS NULL AND (protected = :false OR :force = :true) "
-            f"RETURNING {_COLUMNS}",
-            {"t": now_ms(), "id": tabular_id, "force": force, "true": True, "false": False},
+            f"WHERE id = :id AND deleted_at IS NULL{guard} RETURNING {_COLUMNS}",
+            values,
         )
     )
 
 
 async def hard_delete(db: Executor, tabular_id: str, *, force: bool, deleted: bool | None = False) -> TabularInfo | None:
     """Delete the row; ``deleted`` selects live (False), soft-deleted (True) or any (None) rows."""
-    sql = f"DELETE FROM tabular WHERE id = :id AND (protected = :false OR :force = :true)"
+    sql = "DELETE FROM tabular WHERE id = :id"
+    values: dict[str, Any] = {"id": tabular_id}
+    if not force:
+        sql += " AND protected = :false"
+        values["false"] = False
     if deleted is True:
         sql += " AND deleted_at IS NOT NULL"
     elif deleted is False:
         sql += " AND deleted_at IS NULL"
-    return info_from_row(
-        await db.fetch_one(
-            sql + f" RETURNING {_COLUMNS}", {"id": tabular_id, "force": force, "true": True, "false": False}
-        )
-    )
+    return info_from_row(await db.fetch_one(sql + f" RETURNING {_COLUMNS}", values))
 
 
 async def live_name_taken(db: Executor, namespace_id: str, name: str) -> bool:
