@@ -182,12 +182,14 @@ def cmd_plugins(settings: Settings, args) -> int:
 
 
 def cmd_rotate_encryption_key(settings: Settings, args) -> int:
+    from pathlib import Path
+
     from lakekeeper_host.server.secret_admin import KeyRotationError, rotate_encryption_key
     from lakekeeper_host.service.secrets import SecretStoreError
     from lakekeeper_host.store import Store
 
     if args.new_key_file:
-        new_key = sys.stdin.read() if args.new_key_file == "-" else open(args.new_key_file).read()
+        new_key = sys.stdin.read() if args.new_key_file == "-" else Path(args.new_key_file).read_text()
     else:
         new_key = args.new_key
 

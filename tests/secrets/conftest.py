@@ -9,7 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
-from lakekeeper_host.builtins.secrets_database import DatabaseSecretStore, derive_key, open_sealed
+from lakekeeper_host.builtins.secrets_database import (
+    DatabaseSecretStore,
+    derive_key,
+    open_sealed,
+)
 from lakekeeper_host.store import Store
 from lakekeeper_host.store.migrate import migrate
 from lakekeeper_host.testing.secrets_conformance import SeaweedTwoUsers, server_database

@@ -18,7 +18,12 @@ from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import StartupError
 from lakekeeper_host.server.secret_admin import KeyRotationError, rotate_encryption_key
 from lakekeeper_host.service.secrets import Secrets
-from lakekeeper_host.testing.secrets_conformance import S3_CREDENTIAL, UNICODE_VALUE, SecretStoreConformance, new_secret_id
+from lakekeeper_host.testing.secrets_conformance import (
+    S3_CREDENTIAL,
+    UNICODE_VALUE,
+    SecretStoreConformance,
+    new_secret_id,
+)
 
 from .conftest import KEY
 

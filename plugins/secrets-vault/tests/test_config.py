@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from lakekeeper_secrets_vault import Kv2Settings
 
 from lakekeeper_host.config import load_settings
 from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.registry import Registry, StartupError
-from lakekeeper_secrets_vault import Kv2Settings
 
 PASSWORD = "p@ss-w0rd-for-tests"
 NESTED = {

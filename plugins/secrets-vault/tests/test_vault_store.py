@@ -6,13 +6,13 @@ import asyncio
 import uuid
 
 import pytest
+from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
 
+from lakekeeper_host.config.types import Secret
 from lakekeeper_host.registry import StartupError
 from lakekeeper_host.service.secrets import SecretStoreError
 from lakekeeper_host.testing.secrets_conformance import S3_CREDENTIAL, new_secret_id
 from lakekeeper_host.testing.services import ServiceError
-from lakekeeper_host.config.types import Secret
-from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
 
 from .conftest import kv2_config
 

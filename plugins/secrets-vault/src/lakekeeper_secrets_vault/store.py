@@ -94,7 +94,7 @@ class VaultKv2Store:
             self._renewal = None
         try:  # hygiene: do not leave a live token behind
             await asyncio.to_thread(self._client.auth.token.revoke_self)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - best effort on shutdown
             log.debug("revoking the KV2 token failed: %s", _describe(exc))
         self._client.adapter.close()
 
@@ -105,7 +105,7 @@ class VaultKv2Store:
                 return False
             await self._call(self._client.auth.token.lookup_self)
             return True
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - health reporting must never raise
             log.warning("KV2 secret store unhealthy: %s", _describe(exc))
             return False
 
@@ -208,10 +208,10 @@ class VaultKv2Store:
             except _AUTH_ERRORS:
                 try:
                     await self._relogin(generation)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - the renewal loop must survive
                     log.warning("KV2 secret store: login failed: %s", _describe(exc))
                     await asyncio.sleep(RETRY_LOGIN_SECONDS)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the renewal loop must survive
                 log.warning("KV2 secret store: token renewal failed: %s", _describe(exc))
                 await asyncio.sleep(RETRY_LOGIN_SECONDS)
 
