@@ -13,7 +13,7 @@ import json
 import logging
 import random
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from attrs import define, field, frozen
@@ -83,7 +83,7 @@ class EventSink(Protocol):
 
 
 def utc_now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 @define
@@ -156,7 +156,7 @@ class EventDispatcher:
                 await asyncio.wait_for(sink.publish(event), self._attempt_timeout)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # a sink failure must never escape the worker
+            except Exception as exc:  # noqa: BLE001 - a sink failure must never escape the worker
                 attempt += 1
                 stats.failed_attempts += 1
                 self._notify(self.on_failure, sink.name)
@@ -184,7 +184,7 @@ class EventDispatcher:
             return
         try:
             callback(sink_name)
-        except Exception:
+        except Exception:  # metrics must never break delivery
             log.exception("event metrics callback failed")
 
     async def drain(self, timeout: float = 5.0) -> bool:
@@ -192,7 +192,7 @@ class EventDispatcher:
         try:
             await asyncio.wait_for(asyncio.gather(*(q.join() for q in self._queues.values())), timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     async def close(self, timeout: float = 5.0) -> None:

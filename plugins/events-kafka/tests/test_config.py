@@ -6,8 +6,14 @@ import logging
 import ssl
 
 import pytest
+from lakekeeper_events_kafka import (
+    KafkaConfig,
+    KafkaSink,
+    build_kafka_sink,
+    parse_librdkafka,
+    producer_settings,
+)
 
-from lakekeeper_events_kafka import KafkaConfig, KafkaSink, build_kafka_sink, parse_librdkafka, producer_settings
 from lakekeeper_host.config.load import structure_section
 from lakekeeper_host.registry import StartupError
 
@@ -69,9 +75,8 @@ def test_secrets_never_in_repr_or_logs(caplog):
     assert "hunter2" not in repr(config)
     sink = KafkaSink("t", producer_settings(conf))
     assert "hunter2" not in repr(sink) and "h:1" in repr(sink)
-    with caplog.at_level(logging.DEBUG):
-        with pytest.raises(StartupError) as info:
-            producer_settings({**conf, "sasl.password": "hunter2", "acks": "bogus"})
+    with caplog.at_level(logging.DEBUG), pytest.raises(StartupError) as info:
+        producer_settings({**conf, "sasl.password": "hunter2", "acks": "bogus"})
     assert "hunter2" not in str(info.value) and "hunter2" not in caplog.text
 
 

@@ -8,8 +8,8 @@ import uuid
 
 import nats
 import pytest
-
 from lakekeeper_events_nats import NatsConfig, NatsSink, build_nats_sink
+
 from lakekeeper_host.config.types import Secret
 from lakekeeper_host.registry import StartupError
 from lakekeeper_host.service.events import CloudEvent, EventDispatcher
@@ -81,7 +81,7 @@ async def test_user_password_auth(nats_factory):
     await nc.close()
 
     wrong = await build_nats_sink(config(server.url, nats_user="lk", nats_password=Secret("wrong")), None)
-    with pytest.raises(Exception):
+    with pytest.raises(nats.errors.Error):
         await wrong.publish(make_event())
     await wrong.close()
 
@@ -102,7 +102,7 @@ async def test_server_down_at_startup_then_up(nats_factory):
     cfg = config(f"nats://127.0.0.1:{server.port}")
     sink = await build_nats_sink(cfg, None)  # the catalog starts anyway
     try:
-        with pytest.raises(Exception):
+        with pytest.raises(nats.errors.Error):
             await sink.publish(make_event())
         server.start()
         nc, sub = await subscribe(server.url, cfg.nats_topic)
@@ -138,7 +138,7 @@ async def test_jetstream_without_stream_fails_until_one_exists(nats_server):
     cfg = config(nats_server.url, nats_jetstream=True, nats_ack_timeout=1)
     sink = await build_nats_sink(cfg, None)
     try:
-        with pytest.raises(Exception):
+        with pytest.raises(nats.errors.Error):
             await sink.publish(make_event())
         nc = await nats.connect(nats_server.url)
         await nc.jetstream().add_stream(name=f"S_{uuid.uuid4().hex[:8]}", subjects=[cfg.nats_topic])

@@ -15,13 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from aiokafka import AIOKafkaProducer
-
-from lakekeeper_host import hookimpl
-from lakekeeper_host.registry import BackendSpec, BuildContext
-from lakekeeper_host.service.events import CloudEvent
 
 from lakekeeper_events_kafka.config import (
     KafkaConfig,
@@ -30,6 +25,9 @@ from lakekeeper_events_kafka.config import (
     producer_settings,
     redacted,
 )
+from lakekeeper_host import hookimpl
+from lakekeeper_host.registry import BackendSpec, BuildContext
+from lakekeeper_host.service.events import CloudEvent
 
 __version__ = "0.1.0"
 __all__ = [
@@ -134,7 +132,7 @@ async def build_kafka_sink(config: KafkaConfig, ctx: BuildContext) -> KafkaSink 
     sink = KafkaSink(topic, producer_settings(conf))
     try:
         await asyncio.wait_for(sink.start(), 5)
-    except Exception as exc:  # the server must start while Kafka is down; events wait and retry
+    except Exception as exc:  # noqa: BLE001 - the server must start while Kafka is down; events wait and retry
         log.error("Kafka event sink: cannot reach %s yet (%s); will keep retrying", sink.settings.bootstrap_servers, exc)
     return sink
 

@@ -163,7 +163,7 @@ class NatsSink:
         if nc is not None and not nc.is_closed:
             try:
                 await asyncio.wait_for(nc.drain(), 5)
-            except Exception:
+            except Exception:  # noqa: BLE001 - drain failed: close hard
                 await nc.close()
 
     async def _on_error(self, exc: Exception) -> None:
@@ -184,7 +184,7 @@ async def build_nats_sink(config: NatsConfig, ctx: BuildContext) -> NatsSink | N
     sink = NatsSink(config)
     try:
         await sink.connect()
-    except Exception as exc:  # the server must start while NATS is down; events wait and retry
+    except Exception as exc:  # noqa: BLE001 - the server must start while NATS is down; events wait and retry
         log.error("NATS event sink: cannot connect to %s yet (%s); will keep retrying", config.servers(), exc)
     return sink
 
