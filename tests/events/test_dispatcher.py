@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from lakekeeper_host.server import events as server_events
 from lakekeeper_host.service.authz import Actor
 from lakekeeper_host.service.events import CloudEvent, EventDispatcher
-from lakekeeper_host.server import events as server_events
 
 
 def make_event(n: int) -> CloudEvent:

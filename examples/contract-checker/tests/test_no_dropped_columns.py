@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+from lakekeeper_contract_example import NoDroppedColumns
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
-from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.table.update import (
     AddSchemaUpdate,
     SetCurrentSchemaUpdate,
     SetPropertiesUpdate,
 )
 from pyiceberg.types import IntegerType, LongType, NestedField, StringType, StructType
-
-from lakekeeper_contract_example import NoDroppedColumns
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),
