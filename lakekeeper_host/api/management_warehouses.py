@@ -233,7 +233,7 @@ async def undrop_tabulars(warehouse_id: str):
     await wh.authorize(state(), metadata(), "use", "warehouse", warehouse.id)
     for target in body.targets:
         await wh.authorize(state(), metadata(), "undrop", target.type, target.id, warehouse.id)
-    await deletion.undrop_tabulars(state(), metadata(), warehouse.id, body.targets)
+    await deletion.undrop_tabulars(state(), metadata(), warehouse, body.targets)
     return empty(204)
 
 

@@ -136,18 +136,21 @@ def _target(item: Any) -> tuple[str, str]:
     return str(getattr(item, "type")), str(getattr(item, "id"))
 
 
-async def undrop_tabulars(state: AppState, meta: Any, warehouse_id: str, targets: Iterable[Any]) -> list[Any]:
+async def undrop_tabulars(state: AppState, meta: Any, warehouse: Any, targets: Iterable[Any]) -> list[Any]:
     """Restore soft-deleted tables/views: clear ``deleted_at`` and cancel their pending expiration.
 
-    ``targets`` are ``{"type": "table"|"view", "id": ...}`` items. All or nothing: an unknown id is a
-    404, a name taken meanwhile by a live table or view a 409, an expiration already running a 409.
-    Returns the restored rows.
+    ``warehouse`` is a ``WarehouseRow`` (or its id). ``targets`` are ``{"type": "table"|"view",
+    "id": ...}`` items. All or nothing: an unknown id is a 404, a name taken meanwhile by a live
+    table or view a 409, an expiration already running a 409. Returns the restored rows and
+    publishes one ``undropTabulars`` event per row.
     """
+    warehouse_id = str(getattr(warehouse, "id", warehouse))
     wanted = [_target(t) for t in targets]
     for typ, _ in wanted:
         if typ not in ("table", "view"):
             raise bad_request(f"targets[].type must be 'table' or 'view', got {typ!r}")
     restored = []
+    names: list[list[str]] = []
     async with state.store.transaction() as tx:
         for typ, tabular_id in wanted:
             row = await tabular_admin.get_tabular_info(tx, warehouse_id, tabular_id, include_deleted=True)
@@ -167,6 +170,17 @@ async def undrop_tabulars(state: AppState, meta: Any, warehouse_id: str, targets
                 await task_store.cancel_task(tx, task.id, "Cancelled by undrop")
             await tabular_admin.clear_deleted(tx, tabular_id)
             restored.append(row)
+            names.append(await entity_name(tx, row.namespace_id, row.name))
+
+    # ------------------------------------------------ EVENTS
+    from lakekeeper_host.server import events
+
+    events.tabulars_undropped(
+        state,
+        meta,
+        warehouse_id,
+        [{"id": r.id, "name": r.name, "typ": r.typ, "namespace": n[:-1]} for r, n in zip(restored, names)],
+    )
     return restored
 
 

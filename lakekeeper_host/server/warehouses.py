@@ -15,6 +15,7 @@ from typing import Any
 from attrs import define, field, frozen
 
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no_such_warehouse
+from lakekeeper_host.server import events
 from lakekeeper_host.serde import kebab, structure_body
 from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.state import AppState
@@ -353,6 +354,16 @@ async def create_warehouse(state: AppState, project_id: str, request: CreateWare
     warehouse = await warehouse_store.get_warehouse(state.store, warehouse_id)
     if warehouse is None:  # pragma: no cover - inserted just above
         raise no_such_warehouse()
+
+    # ------------------------------------------------ EVENTS
+    events.warehouse_created(
+        state,
+        meta,
+        warehouse.id,
+        warehouse.name,
+        project_id,
+        {"storage-profile": warehouse.storage_profile, "delete-profile": warehouse.delete_profile},
+    )
     return warehouse
 
 
@@ -372,6 +383,7 @@ async def rename_warehouse(state: AppState, meta: Any, warehouse_id: str, new_na
         if "unique" in str(exc).lower():
             raise already_exists(f"Warehouse {new_name!r} already exists in the project", "WarehouseAlreadyExists") from None
         raise
+    events.warehouse_renamed(state, meta, warehouse.id, new_name, warehouse.project_id, old_name=warehouse.name)
     return await require_warehouse(state, warehouse.id)
 
 
@@ -587,3 +599,4 @@ async def delete_warehouse(state: AppState, meta: Any, warehouse_id: str, *, for
             await state.secrets.delete(current.storage_secret_id)
         except Exception:
             log.warning("deleting the storage secret of warehouse %s failed", current.id)
+    events.warehouse_deleted(state, meta, current.id, current.name, current.project_id)
