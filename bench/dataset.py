@@ -60,7 +60,9 @@ class Tree:
         return [None, *inner]
 
 
-def properties(count: int, prefix: str = "Attribute") -> dict[str, str]:
+def properties(count: int, prefix: str = "attribute") -> dict[str, str]:
+    """Polaris' ``Attribute_i`` keys in lower case: Lakekeeper rejects namespace property keys
+    that are not all lower case."""
     return {f"{prefix}_{i}": f"Value_{i}" for i in range(count)}
 
 

@@ -44,10 +44,8 @@ def _app_from_env() -> Quart:
         return create_app(handle.read(), os.environ.get(_PREFIX_ENV, "floor"))
 
 
-def __getattr__(name: str):  # ``bench.floor_app:app`` for hypercorn's worker processes
-    if name == "app":
-        return _app_from_env()
-    raise AttributeError(name)
+# ``bench.floor_app:app`` for hypercorn's worker processes, which inherit the environment
+app = _app_from_env() if _BODY_ENV in os.environ else None
 
 
 def main() -> int:

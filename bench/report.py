@@ -118,10 +118,30 @@ def _ratio(numerator: Any, denominator: Any) -> float | None:
 
 
 def _throughput(result: dict[str, Any], section: str, name: str) -> float | None:
+    """A step's successful requests per second; ``None`` when it failed or nothing succeeded."""
     entry = _get(result, section, name)
-    if not isinstance(entry, dict) or "failed" in entry:
+    if not isinstance(entry, dict) or "failed" in entry or not entry.get("ok"):
         return None
     return entry.get("throughput_rps")
+
+
+def warnings(result: dict[str, Any]) -> list[str]:
+    """Steps that failed or saw unexpected statuses: a ratio built on them would mislead."""
+    found = []
+    for section in ("server", "workloads", "load_table", "commits", "curves", "peer_setup"):
+        for name, entry in (result.get(section) or {}).items():
+            if not isinstance(entry, dict):
+                continue
+            if "failed" in entry:
+                found.append(f"{section}/{name} failed: {str(entry['failed'])[:300]}")
+                continue
+            errors = {status: count for status, count in (entry.get("errors_by_status") or {}).items()
+                      if not (name == "contention" and status == "409")}
+            if errors:
+                sample = next(iter((entry.get("error_samples") or {}).items()), ("", ""))
+                found.append(f"{section}/{name}: unexpected statuses {errors} of {entry.get('requests')} "
+                             f"requests (e.g. {sample[0]}: {str(sample[1])[:200]})")
+    return found
 
 
 def _curve_ratio(points: list[dict[str, Any]], *fields: str) -> float | None:
@@ -148,8 +168,9 @@ def summarize(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "commit_vs_sqlcatalog": _ratio(ours_commit, _throughput(result, "commits", f"sqlcatalog_{biggest_commit}")),
         "workers2_vs_1": _ratio(_throughput(result, "workloads", "read_tree_workers_2"),
                                 _throughput(result, "workloads", "read_tree_workers_1")),
-        "contention_5xx": contention.get("server_errors_5xx") if "failed" not in contention else None,
-        "contention_lost_commits": contention.get("lost_commits") if "failed" not in contention else None,
+        # only meaningful when writers got commits through
+        "contention_5xx": contention.get("server_errors_5xx") if contention.get("acknowledged_commits") else None,
+        "contention_lost_commits": contention.get("lost_commits") if contention.get("acknowledged_commits") else None,
         "rss_idle_mb": _get(result, "server", "rss_idle_mb"),
         "rss_load_mb": _get(result, "server", "rss_load_mb"),
         "startup_s": _get(result, "server", "startup_s"),
@@ -331,6 +352,11 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
         f"on {meta['date']} ({meta.get('total_s', '?')} s). Raw numbers: [`{rel_json}`]({rel_json}).",
         "",
     ]
+    problems = result.get("warnings") or []
+    if problems:
+        lines += ["## Problems seen in this run", "",
+                  "Ratios below skip steps where nothing succeeded, but read them with these in mind:", ""]
+        lines += [f"- {problem}" for problem in problems] + [""]
     if meta["quick"]:
         lines += ["> **This is a `--quick` smoke run**: seconds instead of minutes and small curves. Its numbers "
                   "show the harness works, not how fast the server is. The full PostgreSQL run "

@@ -83,6 +83,7 @@ class Run:
                 shutil.rmtree(data_dir, ignore_errors=True)
             self.run_peers()
         self.result["summary"], self.result["targets"] = report.summarize(self.result)
+        self.result["warnings"] = report.warnings(self.result)
         return self.result
 
     @contextlib.contextmanager
@@ -376,6 +377,7 @@ def main_report(json_file: str) -> int:
     json_path = Path(json_file).resolve()
     result = json.loads(json_path.read_text())
     result["summary"], result["targets"] = report.summarize(result)
+    result["warnings"] = report.warnings(result)
     result["plots"] = report.plots(result, json_path.parent / "plots", stem=json_path.stem)
     json_path.write_text(json.dumps(result, indent=1))
     markdown = json_path.parent.parent / "RESULTS.md" if json_path.parent == RESULTS_DIR else json_path.parent / "RESULTS.md"
