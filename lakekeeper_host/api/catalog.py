@@ -1,0 +1,266 @@
+"""Iceberg REST catalog routes under ``/catalog/v1``: config, namespaces, tables, commits.
+
+Path parameters are taken from the RAW request path (still percent-encoded): a table called
+``a/b`` arrives as ``a%2Fb`` and must not split the path. :class:`RawCatalogPaths` makes Quart
+route ``/catalog/v1/...`` on ``raw_path``; every handler decodes its parameters with
+``server.context.parse_namespace_path`` / ``parse_name_path`` (``+`` is a space, ``%1F`` joins
+namespace levels). Other blueprints under ``/catalog/v1`` (views, ...) must decode the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from quart import Blueprint, current_app, request
+
+from lakekeeper_host.api.common import (
+    empty,
+    json_body,
+    json_response,
+    metadata,
+    optional_json_body,
+    query_bool,
+    query_int,
+    state,
+)
+from lakekeeper_host.api.idempotency import idempotent
+from lakekeeper_host.errors import bad_request
+from lakekeeper_host.server import catalog_config, commit, namespaces, tables
+from lakekeeper_host.server.context import (
+    parse_name_path,
+    parse_namespace_path,
+    parse_namespace_query,
+    require_warehouse,
+)
+from lakekeeper_host.server.etag import table_etag
+from lakekeeper_host.service.storage import DataAccess
+
+blueprint = Blueprint("catalog", __name__, url_prefix="/catalog/v1")
+
+ACCESS_DELEGATION_HEADER = "x-iceberg-access-delegation"
+
+
+class RawCatalogPaths:
+    """ASGI wrapper: route ``/catalog/v1/...`` on the undecoded path (see the module docstring)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            raw = scope.get("raw_path")
+            if raw and raw.startswith(b"/catalog/v1/"):
+                scope = {**scope, "path": raw.split(b"?", 1)[0].decode("utf-8", "replace")}
+        await self.app(scope, receive, send)
+
+
+@blueprint.record_once
+def _route_on_raw_paths(setup: Any) -> None:
+    setup.app.asgi_app = RawCatalogPaths(setup.app.asgi_app)
+
+
+def _access() -> DataAccess:
+    return DataAccess.from_header(request.headers.get(ACCESS_DELEGATION_HEADER))
+
+
+def _etag_headers(etag: str | None) -> dict[str, str]:
+    return {"ETag": etag} if etag else {}
+
+
+# ---------------------------------------------------------------- config
+
+
+@blueprint.get("/config")
+async def get_config():
+    routes = [(rule.rule, rule.methods or ()) for rule in current_app.url_map.iter_rules()]
+    return json_response(
+        await catalog_config.get_config(state(), metadata(), request.args.get("warehouse"), routes)
+    )
+
+
+# ---------------------------------------------------------------- namespaces
+
+
+@blueprint.get("/<prefix>/namespaces")
+async def list_namespaces(prefix: str):
+    warehouse = await require_warehouse(state(), prefix)
+    result = await namespaces.list_namespaces(
+        state(),
+        metadata(),
+        warehouse,
+        parse_namespace_query(request.args.get("parent")),
+        page_token=request.args.get("pageToken"),
+        page_size=query_int("pageSize"),
+        return_uuids=query_bool("returnUuids"),
+        return_protection_status=query_bool("returnProtectionStatus"),
+    )
+    return json_response(result)
+
+
+@blueprint.post("/<prefix>/namespaces")
+@idempotent("createNamespace")
+async def create_namespace(prefix: str):
+    warehouse = await require_warehouse(state(), prefix)
+    return json_response(await namespaces.create_namespace(state(), metadata(), warehouse, await json_body()))
+
+
+@blueprint.route("/<prefix>/namespaces/<namespace>", methods=["GET", "HEAD"])
+async def load_namespace(prefix: str, namespace: str):
+    warehouse = await require_warehouse(state(), prefix)
+    parts = parse_namespace_path(namespace)
+    if request.method == "HEAD":
+        await namespaces.namespace_exists(state(), metadata(), warehouse, parts)
+        return empty()
+    result = await namespaces.load_namespace(
+        state(), metadata(), warehouse, parts, return_uuid=query_bool("returnUuid")
+    )
+    return json_response(result)
+
+
+@blueprint.delete("/<prefix>/namespaces/<namespace>")
+@idempotent("dropNamespace")
+async def drop_namespace(prefix: str, namespace: str):
+    warehouse = await require_warehouse(state(), prefix)
+    await namespaces.drop_namespace(
+        state(),
+        metadata(),
+        warehouse,
+        parse_namespace_path(namespace),
+        recursive=query_bool("recursive"),
+        force=query_bool("force"),
+        purge=query_bool("purge"),
+    )
+    return empty()
+
+
+@blueprint.post("/<prefix>/namespaces/<namespace>/properties")
+@idempotent("updateProperties")
+async def update_namespace_properties(prefix: str, namespace: str):
+    warehouse = await require_warehouse(state(), prefix)
+    result = await namespaces.update_namespace_properties(
+        state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body()
+    )
+    return json_response(result)
+
+
+# ---------------------------------------------------------------- tables
+
+
+@blueprint.get("/<prefix>/namespaces/<namespace>/tables")
+async def list_tables(prefix: str, namespace: str):
+    warehouse = await require_warehouse(state(), prefix)
+    result = await tables.list_tabular_identifiers(
+        state(),
+        metadata(),
+        warehouse,
+        parse_namespace_path(namespace),
+        "table",
+        page_token=request.args.get("pageToken"),
+        page_size=query_int("pageSize"),
+        return_uuids=query_bool("returnUuids"),
+        return_protection_status=query_bool("returnProtectionStatus"),
+    )
+    return json_response(result)
+
+
+@blueprint.post("/<prefix>/namespaces/<namespace>/tables")
+@idempotent("createTable")
+async def create_table(prefix: str, namespace: str):
+    warehouse = await require_warehouse(state(), prefix)
+    body, etag = await tables.create_table(
+        state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
+    )
+    return json_response(body, headers=_etag_headers(etag))
+
+
+@blueprint.post("/<prefix>/namespaces/<namespace>/register")
+@idempotent("registerTable")
+async def register_table(prefix: str, namespace: str):
+    warehouse = await require_warehouse(state(), prefix)
+    body, etag = await tables.register_table(
+        state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
+    )
+    return json_response(body, headers=_etag_headers(etag))
+
+
+@blueprint.route("/<prefix>/namespaces/<namespace>/tables/<table>", methods=["GET", "HEAD"])
+async def load_table(prefix: str, namespace: str, table: str):
+    warehouse = await require_warehouse(state(), prefix)
+    parts, name = parse_namespace_path(namespace), parse_name_path(table)
+    if request.method == "HEAD":
+        await tables.table_exists(state(), metadata(), warehouse, parts, name)
+        return empty()
+    body, etag = await tables.load_table(
+        state(),
+        metadata(),
+        warehouse,
+        parts,
+        name,
+        snapshots=request.args.get("snapshots"),
+        access=_access(),
+        if_none_match=request.headers.get("if-none-match"),
+    )
+    if body is None:
+        return empty(304, headers=_etag_headers(etag))
+    return json_response(body, headers=_etag_headers(etag))
+
+
+@blueprint.post("/<prefix>/namespaces/<namespace>/tables/<table>")
+@idempotent("updateTable")
+async def commit_table(prefix: str, namespace: str, table: str):
+    warehouse = await require_warehouse(state(), prefix)
+    change = commit.parse_change(
+        await json_body(), namespace=parse_namespace_path(namespace), name=parse_name_path(table)
+    )
+    (result,) = await commit.commit_tables(state(), metadata(), warehouse, [change])
+    body = f'{{"metadata-location":{json.dumps(result.metadata_location)},"metadata":{result.metadata_json}}}'
+    return json_response(body, headers=_etag_headers(table_etag(warehouse.id, result.metadata_location)))
+
+
+@blueprint.delete("/<prefix>/namespaces/<namespace>/tables/<table>")
+@idempotent("dropTable")
+async def drop_table(prefix: str, namespace: str, table: str):
+    warehouse = await require_warehouse(state(), prefix)
+    await tables.drop_table(
+        state(),
+        metadata(),
+        warehouse,
+        parse_namespace_path(namespace),
+        parse_name_path(table),
+        # Lakekeeper: purgeRequested defaults to TRUE when absent (every table is managed)
+        purge=query_bool("purgeRequested", default=True),
+        force=query_bool("force"),
+    )
+    return empty()
+
+
+@blueprint.post("/<prefix>/tables/rename")
+@idempotent("renameTable")
+async def rename_table(prefix: str):
+    warehouse = await require_warehouse(state(), prefix)
+    await tables.rename_tabular(state(), metadata(), warehouse, "table", await json_body())
+    return empty()
+
+
+@blueprint.post("/<prefix>/namespaces/<namespace>/tables/<table>/metrics")
+async def report_metrics(prefix: str, namespace: str, table: str):
+    warehouse = await require_warehouse(state(), prefix)
+    await tables.report_metrics(
+        state(), metadata(), warehouse, parse_namespace_path(namespace), parse_name_path(table),
+        await optional_json_body(),
+    )
+    return empty()
+
+
+@blueprint.post("/<prefix>/transactions/commit")
+@idempotent("commitTransaction")
+async def commit_transaction(prefix: str):
+    warehouse = await require_warehouse(state(), prefix)
+    body = await json_body()
+    changes = body.get("table-changes") if isinstance(body, dict) else None
+    if not isinstance(changes, list) or not changes:
+        raise bad_request("Invalid request body: `table-changes` must be a non-empty list @ body.table-changes")
+    parsed = [commit.parse_change(change) for change in changes]
+    await commit.commit_tables(state(), metadata(), warehouse, parsed)
+    return empty()

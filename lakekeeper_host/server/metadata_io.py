@@ -1,0 +1,155 @@
+"""Table metadata files: naming, (de)serialisation, gzip, and which old files a commit expires.
+
+File names follow Lakekeeper: ``<table-location>/metadata/<NNNNN>-<uuidv7>[.gz].metadata.json``
+where ``NNNNN`` is the previous file's counter + 1 (``00000`` first). The codec comes from the
+table property ``write.metadata.compression-codec``: ``gzip`` (Lakekeeper's default, extension
+``.gz.metadata.json``) or ``none``.
+
+After a successful commit, files that fell out of the metadata log (bounded by
+``write.metadata.previous-versions-max``, default 100) are deleted when
+``write.metadata.delete-after-commit.enabled`` is true -- Lakekeeper's default is ``true``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import re
+from typing import Any
+
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
+from pyiceberg.typedef import IcebergBaseModel
+
+from lakekeeper_host.errors import CatalogError, bad_request, not_found
+from lakekeeper_host.service.storage import Storage, join_location
+from lakekeeper_host.store import new_id
+
+log = logging.getLogger(__name__)
+
+CODEC_PROPERTY = "write.metadata.compression-codec"
+PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+DELETE_AFTER_COMMIT_DEFAULT = True
+
+_COUNTER = re.compile(r"^(\d+)-[\w-]{36}(?:\.\w+)?\.metadata\.json$")
+
+
+def codec(properties: dict[str, str]) -> str:
+    """``gzip`` or ``none``; anything else is a 400."""
+    value = properties.get(CODEC_PROPERTY, "gzip").strip().lower()
+    if value not in ("gzip", "none"):
+        raise bad_request(
+            f"Unsupported {CODEC_PROPERTY} {value!r}: use 'gzip' or 'none'", "UnsupportedCompressionCodec"
+        )
+    return value
+
+
+def delete_after_commit(properties: dict[str, str]) -> bool:
+    value = properties.get(DELETE_AFTER_COMMIT)
+    if value is None:
+        return DELETE_AFTER_COMMIT_DEFAULT
+    return value.strip().lower() in ("true", "yes", "1")
+
+
+def _counter(metadata_location: str | None) -> int | None:
+    if not metadata_location:
+        return None
+    match = _COUNTER.match(metadata_location.rsplit("/", 1)[-1])
+    return int(match.group(1)) if match else None
+
+
+def next_metadata_location(table_location: str, previous_location: str | None, properties: dict[str, str]) -> str:
+    """Where the next metadata file of a table goes."""
+    previous = _counter(previous_location)
+    number = 0 if previous is None else previous + 1
+    suffix = ".gz.metadata.json" if codec(properties) == "gzip" else ".metadata.json"
+    return join_location(table_location, "metadata", f"{number:05d}-{new_id()}{suffix}")
+
+
+def to_json(metadata: TableMetadata) -> str:
+    """The JSON text of a metadata file (what the database keeps, too).
+
+    Called through the base class: pyiceberg 0.12 refuses to write v3 metadata itself, but its
+    v3 model serialises correctly.
+    """
+    return IcebergBaseModel.model_dump_json(metadata)
+
+
+def encode(location: str, metadata_json: str) -> bytes:
+    data = metadata_json.encode()
+    return gzip.compress(data, mtime=0) if location.endswith(".gz.metadata.json") else data
+
+
+def decode(data: bytes) -> str:
+    if data[:2] == b"\x1f\x8b":  # gzip magic, whatever the file is called
+        data = gzip.decompress(data)
+    return data.decode()
+
+
+def parse(metadata_json: str | bytes | dict[str, Any]) -> TableMetadata:
+    if isinstance(metadata_json, dict):
+        return TableMetadataUtil.parse_obj(metadata_json)
+    return TableMetadataUtil.parse_raw(metadata_json)
+
+
+async def write_metadata(storage: Storage, location: str, metadata_json: str) -> None:
+    await storage.write(location, encode(location, metadata_json))
+
+
+async def read_metadata(storage: Storage, location: str) -> tuple[TableMetadata, str]:
+    """Read and parse a metadata file: (metadata, its JSON text).
+
+    A missing file is 404 ``NotFoundException`` "Failed to open input stream for file: <loc>"
+    (the Java client's wording); unparseable content is a 400.
+    """
+    try:
+        raw = await storage.read(location)
+    except (FileNotFoundError, KeyError):
+        raise not_found(f"Failed to open input stream for file: {location}") from None
+    except CatalogError:
+        raise
+    except OSError as exc:
+        if not await _exists(storage, location):
+            raise not_found(f"Failed to open input stream for file: {location}") from None
+        raise CatalogError(500, "StorageError", f"Failed to read {location}: {exc}") from None
+    try:
+        text = decode(raw)
+        metadata = parse(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise bad_request(f"Invalid table metadata in {location}: {exc}", "InvalidTableMetadata") from None
+    return metadata, text
+
+
+async def _exists(storage: Storage, location: str) -> bool:
+    try:
+        return await storage.exists(location)
+    except Exception:  # the read error is what matters
+        return True
+
+
+def expired_files(
+    old: TableMetadata | None, old_location: str | None, new: TableMetadata, new_location: str
+) -> list[str]:
+    """Metadata files of ``old`` that ``new`` no longer references (fell out of the log)."""
+    if old is None or not delete_after_commit(dict(new.properties)):
+        return []
+    before = {entry.metadata_file for entry in old.metadata_log}
+    if old_location:
+        before.add(old_location)
+    after = {entry.metadata_file for entry in new.metadata_log}
+    after.add(new_location)
+    return sorted(before - after)
+
+
+async def delete_quietly(storage: Storage, locations: list[str]) -> None:
+    """Best-effort removal (leftovers of failed commits, expired metadata files)."""
+    for location in locations:
+        try:
+            await storage.delete(location)
+        except Exception:  # never fail a request over cleanup
+            log.warning("could not delete %s", location, exc_info=True)
+
+
+def json_dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))

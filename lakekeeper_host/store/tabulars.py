@@ -1,0 +1,241 @@
+"""Tables and views: the ``tabular`` rows the catalog reads and writes.
+
+One row per table or view (``typ``). Tables and views share ONE name space per namespace: the
+unique index ``tabular_active_name (namespace_id, name_key) WHERE deleted_at IS NULL`` covers
+both, staged tables included. Every function here is generic over ``typ`` so tables and views
+use the same SQL.
+
+Columns the catalog owns:
+
+* ``location`` -- the normalised table/view location (no trailing slash); no two tabulars of a
+  warehouse may overlap (see :func:`location_conflict`).
+* ``metadata_location`` -- the current metadata file; NULL while a table is staged
+  (``stage-create``). Commits compare-and-swap on it (:func:`cas_update_metadata`).
+* ``metadata`` -- the JSON text of that metadata file (uncompressed), so loads and commits
+  need no storage read.
+* ``staged`` -- created with ``stage-create`` and not committed yet: invisible to load/list,
+  but it reserves its name and location.
+
+``deleted_at``/``protected`` belong to the management side (``store/tabular_admin.py``); here a
+soft-deleted row is simply invisible, except that it keeps reserving its location.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attrs import frozen
+
+from lakekeeper_host.store.db import Executor, Row, now_ms
+
+
+@frozen
+class TabularRow:
+    id: str
+    warehouse_id: str
+    namespace_id: str
+    name: str
+    typ: str  # table | view
+    location: str
+    metadata_location: str | None
+    metadata: str | None  # JSON text of the current metadata
+    staged: bool
+    protected: bool
+    deleted_at: int | None
+    version: int
+    created_at: int
+    updated_at: int | None
+
+
+def tabular_from_row(row: Row | None) -> TabularRow | None:
+    if row is None:
+        return None
+    return TabularRow(
+        id=row["id"],
+        warehouse_id=row["warehouse_id"],
+        namespace_id=row["namespace_id"],
+        name=row["name"],
+        typ=row["typ"],
+        location=row["location"],
+        metadata_location=row["metadata_location"],
+        metadata=row["metadata"],
+        staged=bool(row["staged"]),
+        protected=bool(row["protected"]),
+        deleted_at=row["deleted_at"],
+        version=row["version"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+async def get_tabular(
+    db: Executor, namespace_id: str, name: str, typ: str | None = None, *, include_staged: bool = False
+) -> TabularRow | None:
+    """The live table or view called ``name`` (case-insensitive) in the namespace.
+
+    ``typ`` restricts the kind (a view of that name is then "not found" for ``typ="table"``);
+    staged tables are skipped unless ``include_staged``.
+    """
+    sql = "SELECT * FROM tabular WHERE namespace_id = :ns AND name_key = :k AND deleted_at IS NULL"
+    values: dict[str, Any] = {"ns": namespace_id, "k": name.casefold()}
+    if typ is not None:
+        sql += " AND typ = :typ"
+        values["typ"] = typ
+    row = tabular_from_row(await db.fetch_one(sql, values))
+    if row is not None and row.staged and not include_staged:
+        return None
+    return row
+
+
+async def get_tabular_by_id(db: Executor, tabular_id: str) -> TabularRow | None:
+    """A row by id, live or soft-deleted."""
+    return tabular_from_row(await db.fetch_one("SELECT * FROM tabular WHERE id = :id", {"id": tabular_id}))
+
+
+async def tabular_id_taken(db: Executor, tabular_id: str) -> bool:
+    return await db.fetch_one("SELECT 1 AS x FROM tabular WHERE id = :id", {"id": tabular_id}) is not None
+
+
+async def list_tabulars(
+    db: Executor, namespace_id: str, typ: str, *, after: tuple[str, str] | None, limit: int
+) -> list[TabularRow]:
+    """Live, committed tabulars of one kind, ordered by ``(name_key, id)``, after the keyset ``after``."""
+    values: dict[str, Any] = {"ns": namespace_id, "typ": typ, "limit": limit, "false": False}
+    where = ["namespace_id = :ns", "typ = :typ", "deleted_at IS NULL", "staged = :false"]
+    if after is not None:
+        where.append("(name_key > :ak OR (name_key = :ak AND id > :aid))")
+        values["ak"], values["aid"] = after
+    rows = await db.fetch_all(
+        "SELECT id, warehouse_id, namespace_id, name, name_key, typ, location, metadata_location, "
+        "NULL AS metadata, staged, protected, deleted_at, version, created_at, updated_at "
+        f"FROM tabular WHERE {' AND '.join(where)} ORDER BY name_key, id LIMIT :limit",
+        values,
+    )
+    return [tabular_from_row(r) for r in rows]
+
+
+async def insert_tabular(
+    db: Executor,
+    *,
+    tabular_id: str,
+    warehouse_id: str,
+    namespace_id: str,
+    name: str,
+    typ: str,
+    location: str,
+    metadata_location: str | None,
+    metadata: str | None,
+    staged: bool = False,
+) -> bool:
+    """Insert; False when the name is taken by a live table or view (or the id exists)."""
+    rows = await db.fetch_all(
+        "INSERT INTO tabular (id, warehouse_id, namespace_id, name, name_key, typ, location, "
+        "metadata_location, metadata, staged, created_at) "
+        "VALUES (:id, :w, :ns, :name, :key, :typ, :loc, :ml, :md, :staged, :t) "
+        "ON CONFLICT DO NOTHING RETURNING id",
+        {
+            "id": tabular_id,
+            "w": warehouse_id,
+            "ns": namespace_id,
+            "name": name,
+            "key": name.casefold(),
+            "typ": typ,
+            "loc": location,
+            "ml": metadata_location,
+            "md": metadata,
+            "staged": staged,
+            "t": now_ms(),
+        },
+    )
+    return bool(rows)
+
+
+async def delete_staged(db: Executor, namespace_id: str, name: str) -> TabularRow | None:
+    """Remove a staged (never committed) table of that name; returns it, if there was one."""
+    return tabular_from_row(
+        await db.fetch_one(
+            "DELETE FROM tabular WHERE namespace_id = :ns AND name_key = :k AND deleted_at IS NULL "
+            "AND staged = :true RETURNING *",
+            {"ns": namespace_id, "k": name.casefold(), "true": True},
+        )
+    )
+
+
+async def cas_update_metadata(
+    tx: Executor,
+    tabular_id: str,
+    expected_location: str | None,
+    new_location: str,
+    new_metadata_json: str,
+    *,
+    location: str | None = None,
+) -> bool:
+    """Point a live tabular at a new metadata file iff it still points at ``expected_location``.
+
+    ``expected_location=None`` expects a staged table (no metadata yet); the row is unstaged.
+    ``location`` also moves the tabular's location (a ``set-location`` commit). Returns False
+    when a concurrent commit (or a drop) got there first.
+    """
+    values: dict[str, Any] = {
+        "id": tabular_id,
+        "new": new_location,
+        "md": new_metadata_json,
+        "t": now_ms(),
+        "false": False,
+    }
+    sets = "metadata_location = :new, metadata = :md, staged = :false, version = version + 1, updated_at = :t"
+    if location is not None:
+        sets += ", location = :loc"
+        values["loc"] = location
+    if expected_location is None:
+        guard = "metadata_location IS NULL"
+    else:
+        guard = "metadata_location = :old"
+        values["old"] = expected_location
+    rows = await tx.fetch_all(
+        f"UPDATE tabular SET {sets} WHERE id = :id AND deleted_at IS NULL AND {guard} RETURNING id", values
+    )
+    return bool(rows)
+
+
+async def rename_tabular(tx: Executor, tabular_id: str, namespace_id: str, name: str) -> bool:
+    """Move a live tabular to ``namespace_id``/``name`` (the caller checked the name is free)."""
+    rows = await tx.fetch_all(
+        "UPDATE tabular SET namespace_id = :ns, name = :name, name_key = :key, version = version + 1, "
+        "updated_at = :t WHERE id = :id AND deleted_at IS NULL RETURNING id",
+        {"ns": namespace_id, "name": name, "key": name.casefold(), "t": now_ms(), "id": tabular_id},
+    )
+    return bool(rows)
+
+
+def _ancestors(location: str) -> list[str]:
+    """Every proper path prefix of ``location`` ending before a ``/`` (``s3://b/a/t`` -> ``s3://b/a`` ...)."""
+    start = location.find("://")
+    start = start + 3 if start >= 0 else 0
+    return [location[:i] for i in range(start, len(location)) if location[i] == "/" and i > start]
+
+
+async def location_conflict(
+    db: Executor, warehouse_id: str, location: str, *, exclude_id: str | None = None
+) -> str | None:
+    """The location of a tabular that overlaps ``location``, if any.
+
+    Overlap means the same location, a parent of it or a child of it (path-segment aware:
+    ``.../loc`` and ``.../loca`` do not overlap). Staged and soft-deleted tabulars count: their
+    locations stay reserved. ``location`` must be normalised (no trailing slash).
+    """
+    values: dict[str, Any] = {"w": warehouse_id, "loc": location, "child": location + "/", "n": len(location) + 1}
+    clauses = ["location = :loc", "substr(location, 1, :n) = :child"]
+    ancestors = _ancestors(location)
+    if ancestors:
+        names = []
+        for i, ancestor in enumerate(ancestors):
+            values[f"a{i}"] = ancestor
+            names.append(f":a{i}")
+        clauses.append(f"location IN ({', '.join(names)})")
+    sql = f"SELECT location FROM tabular WHERE warehouse_id = :w AND ({' OR '.join(clauses)})"
+    if exclude_id is not None:
+        sql += " AND id <> :ex"
+        values["ex"] = exclude_id
+    row = await db.fetch_one(sql + " LIMIT 1", values)
+    return None if row is None else row["location"]
