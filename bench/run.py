@@ -153,7 +153,7 @@ class Run:
                                    "samples": plan.curve_samples}, server_pid=pid))
             self.step("curves", "list_tables", lambda: run_driver(
                 "list_curve", {"target": target, "points": list(plan.list_points), "samples": plan.curve_samples,
-                               "time_budget": plan.list_time_budget_s}, server_pid=pid))
+                               "time_budget": plan.list_time_budget_s, "db": self.db_info}, server_pid=pid))
             self.result["server"]["rss_after_workloads_mb"] = rss_mb(server.pid)
         finally:
             server.stop()

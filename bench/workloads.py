@@ -498,14 +498,22 @@ async def snapshot_curve(target: dict[str, Any], *, points: list[int], samples: 
 
 
 async def list_curve(target: dict[str, Any], *, points: list[int], page_size: int = 100, samples: int = 30,
-                     create_concurrency: int = 16, time_budget: float | None = None) -> dict[str, Any]:
+                     create_concurrency: int = 16, time_budget: float | None = None,
+                     db: dict[str, Any] | None = None) -> dict[str, Any]:
     """Grow one namespace to each table count in ``points``; at each, time the first page and the
-    last page (its token found by walking every page once) of listTables at ``page_size``."""
+    last page (its token found by walking every page once) of listTables at ``page_size``.
+
+    Tables are created through the API, concurrently. Once ``time_budget`` seconds of creating
+    are spent, the rest of each point is filled, if ``db`` is given, by cloning the row of an
+    API-created table in the server's ``tabular`` table (new id, name and location); listing
+    reads only those rows. Each point records how many tables came from which path.
+    """
     namespace = ["bench_list_curve"]
     rows = []
     recorder = Recorder()
-    began_all = time.perf_counter()
+    create_seconds_total = 0.0
     stopped_reason = None
+    via = {"api": 0, "sql_clone": 0}
     async with RestCatalogClient(target, recorder, concurrency=create_concurrency) as client:
         await client.create_namespace(namespace, {}, ok=(200, 409))
         created = 0
@@ -513,7 +521,16 @@ async def list_curve(target: dict[str, Any], *, points: list[int], page_size: in
         for point in points:
             began = time.perf_counter()
             while created < point:
-                chunk = min(point - created, 2000)
+                budget_left = time_budget is None or create_seconds_total + time.perf_counter() - began < time_budget
+                if not budget_left:
+                    if db is None:
+                        stopped_reason = f"time budget {time_budget:.0f}s spent at {created} tables"
+                        break
+                    cloned = await _clone_tables(db, namespace, created, point)
+                    via["sql_clone"] += cloned
+                    created += cloned
+                    break
+                chunk = min(point - created, 500)
                 results = await _bounded(create_concurrency, [
                     client.create_table(namespace, {"name": f"t_{created + i:07d}", "schema": minimal}, ok=(200, 409))
                     for i in range(chunk)])
@@ -521,12 +538,11 @@ async def list_curve(target: dict[str, Any], *, points: list[int], page_size: in
                 if failures:
                     raise RuntimeError(f"creating tables failed: {failures[:5]}")
                 created += chunk
-                if time_budget and time.perf_counter() - began_all > time_budget and created < point:
-                    stopped_reason = f"time budget {time_budget:.0f}s spent at {created} tables"
-                    break
+                via["api"] += chunk
+            create_seconds = time.perf_counter() - began
+            create_seconds_total += create_seconds
             if stopped_reason:
                 break
-            create_seconds = time.perf_counter() - began
             # walk every page once to find the last page's token (and count what the API lists)
             token: str | None = ""
             last_token = ""
@@ -544,8 +560,8 @@ async def list_curve(target: dict[str, Any], *, points: list[int], page_size: in
                     last_token = next_token
                 token = next_token or None
             row: dict[str, Any] = {"tables": created, "listed": listed, "pages": pages,
-                                   "create_s": round(create_seconds, 2),
-                                   "create_rate": round((point - (rows[-1]["tables"] if rows else 0))
+                                   "create_s": round(create_seconds, 2), "created_via": dict(via),
+                                   "create_rate": round((created - (rows[-1]["tables"] if rows else 0))
                                                         / max(create_seconds, 1e-9), 1)}
             for label, token_value in (("first_page", ""), ("last_page", last_token)):
                 latencies = []
@@ -557,8 +573,38 @@ async def list_curve(target: dict[str, Any], *, points: list[int], page_size: in
                 row[label] = summarize_latencies(latencies)
             rows.append(row)
     summary = recorder.summary()
-    return {"points": rows, "page_size": page_size, "stopped": stopped_reason,
+    return {"points": rows, "page_size": page_size, "stopped": stopped_reason, "created_via": via,
+            "api_create_rate": round(via["api"] / max(create_seconds_total, 1e-9), 1) if via["api"] else None,
             "errors_by_status": summary["errors_by_status"], "error_samples": summary["error_samples"]}
+
+
+async def _clone_tables(db: dict[str, Any], namespace: list[str], start: int, stop: int) -> int:
+    """Rows ``t_{start}`` .. ``t_{stop-1}`` in ``namespace``, cloned from the row of ``t_0000000``."""
+    from lakekeeper_host.store.db import new_id
+
+    async with _RawDatabase(db, 1) as raw:
+        columns = [row[0] for row in await raw.fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'tabular' "
+            "ORDER BY ordinal_position")] if raw.postgres else [
+            row[1] for row in await raw.fetch("PRAGMA table_info(tabular)")]
+        template = await raw.fetch(
+            f"SELECT {', '.join(columns)} FROM tabular WHERE name_key = ? AND deleted_at IS NULL "
+            "AND namespace_id IN (SELECT id FROM namespace WHERE name_key = ?)",
+            "t_0000000", namespace[-1].casefold())
+        if not template:
+            raise RuntimeError("no API-created table t_0000000 to clone")
+        base = dict(zip(columns, template[0], strict=True))
+        rows = []
+        for index in range(start, stop):
+            name = f"t_{index:07d}"
+            row = dict(base, id=new_id(), name=name, name_key=name,
+                       location=f"{base['location'].rstrip('/')}-clone-{index}")
+            rows.append(tuple(row[column] for column in columns))
+        placeholders = ", ".join("?" for _ in columns)
+        for offset in range(0, len(rows), 5000):
+            await raw.execute_many(f"INSERT INTO tabular ({', '.join(columns)}) VALUES ({placeholders})",
+                                   rows[offset:offset + 5000])
+    return stop - start
 
 
 # ---------------------------------------------------------------------------------------------

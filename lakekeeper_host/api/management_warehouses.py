@@ -237,6 +237,12 @@ async def undrop_tabulars(warehouse_id: str):
     return empty(204)
 
 
+@blueprint.post("/warehouse/<warehouse_id>/search-tabular")
+async def search_tabular(warehouse_id: str):
+    found = await deletion.search_tabulars(state(), metadata(), warehouse_id, await json_body())
+    return json_response({"tabulars": found})
+
+
 # ---------------------------------------------------------------- protection of namespaces, tables, views
 
 

@@ -65,7 +65,7 @@ from pyiceberg.table.update import (
 )
 
 from lakekeeper_host.errors import CatalogError, bad_request, commit_failed, no_such_namespace, no_such_table
-from lakekeeper_host.server import metadata_io
+from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.context import conflict_for_existing, ident, validate_name, validate_namespace
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import Storage
@@ -548,8 +548,8 @@ async def commit_tables(
     # ------------------------------------------------ BUSINESS LOGIC
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         pending = [await _prepare(state, warehouse, storage, change, allowed) for change in changes]
-        for item in pending:
-            await state.contracts.check_table_updates(list(item.change.updates), item.metadata)
+        for item in pending:  # checkers see the CURRENT metadata (None: the commit creates the table)
+            await state.contracts.check_table_updates(list(item.change.updates), item.base)
         try:
             for item in pending:
                 if item.changed:
@@ -572,6 +572,14 @@ async def commit_tables(
                     storage,
                     metadata_io.expired_files(item.base, item.row.metadata_location, item.metadata, item.metadata_location),
                 )
+
+        # ------------------------------------------------ EVENTS
+        # updateTable: one per changed table, in request order
+        events.tables_updated(
+            state, meta, warehouse,
+            [(p.change.namespace, p.change.name, p.row.id, p.change.raw) for p in pending if p.changed],
+            prefix=warehouse.id,
+        )  # fmt: skip
         return [_result(item) for item in pending]
     raise commit_failed(
         f"Commit failed: the table was changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry the commit"

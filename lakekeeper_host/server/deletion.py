@@ -274,3 +274,36 @@ async def list_deleted_tabulars(
     ]
     next_token = f"{rows[-1]['deleted_at']}_{rows[-1]['id']}" if len(rows) == limit else None
     return items, next_token
+
+
+# ---------------------------------------------------------------- search
+
+
+async def search_tabulars(state: AppState, meta: Any, warehouse_id: str, body: Any) -> list[dict[str, Any]]:
+    """``POST .../search-tabular``: substring match on table/view and namespace names, or an exact id.
+
+    Lakekeeper ranks by trigram distance; here ``distance`` is the share of the name not matched
+    (0 = the search is the whole name), lower is better.
+    """
+    from lakekeeper_host.server.namespace_admin import decode_name
+    from lakekeeper_host.server.warehouses import authorize, require_warehouse
+
+    if not isinstance(body, dict) or not isinstance(body.get("search"), str):
+        raise bad_request("Invalid request body: expected a string @ body.search")
+    term = body["search"][:64]
+    warehouse = await require_warehouse(state, warehouse_id, active_only=True)
+    await authorize(state, meta, "list_everything", "warehouse", warehouse.id)
+    rows = await tabular_admin.search_tabulars(state.store, warehouse.id, term, limit=10)
+    results = []
+    for row in rows:
+        full = ".".join([*decode_name(row["namespace_name"]), row["name"]])
+        distance = 0.0 if row["id"] == term else round(1 - min(len(term), len(full)) / max(len(full), 1), 4)
+        results.append(
+            {
+                "namespace-name": decode_name(row["namespace_name"]),
+                "tabular-name": row["name"],
+                "tabular-id": {"type": row["typ"], "id": row["id"]},
+                "distance": distance,
+            }
+        )
+    return sorted(results, key=lambda r: r["distance"])

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no_such_namespace
+from lakekeeper_host.server import events
 from lakekeeper_host.server.context import (
     authorize,
     decode_page_token,
@@ -172,6 +173,7 @@ async def create_namespace(state: AppState, meta: Any, warehouse: WarehouseRow, 
 
     # ------------------------------------------------ EVENTS
     # createNamespace
+    events.namespace_created(state, meta, warehouse, parts, namespace_id, properties, prefix=warehouse.id)
 
     return {"namespace": list(parts), "properties": {**properties, NAMESPACE_ID_PROPERTY: namespace_id}}
 
@@ -225,6 +227,8 @@ async def drop_namespace(
 
     # ------------------------------------------------ EVENTS
     # dropNamespace
+    flags = {"recursive": recursive, "force": force, "purge": purge}
+    events.namespace_dropped(state, meta, warehouse, parts, namespace.id, flags, prefix=warehouse.id)
 
 
 async def update_namespace_properties(
@@ -279,6 +283,9 @@ async def update_namespace_properties(
 
     # ------------------------------------------------ EVENTS
     # updateNamespaceProperties
+    events.namespace_properties_updated(
+        state, meta, warehouse, parts, namespace.id, updates, removals, prefix=warehouse.id
+    )
 
     # ``missing`` is always a list: PyIceberg's response model requires it
     return {"updated": updated, "removed": removed, "missing": missing}

@@ -19,7 +19,7 @@ and answers spec ``FileScanTask`` JSON (data file, delete-file references, resid
 * Bad requests -- an unknown column in ``filter`` or ``select``, a malformed expression, an
   unknown snapshot -- are 400 ``IllegalArgumentException`` naming the problem.
 
-Configuration: ``LAKEKEEPER__SCAN_PLANNING__{ENABLED, MAX_TASKS_PER_PAGE, ASYNC_MIN_MANIFESTS,
+Configuration: ``LAKEKEEPER__SCAN_PLANNING__{MAX_TASKS_PER_PAGE, ASYNC_MIN_MANIFESTS,
 PLAN_TTL, PLANNING_TIMEOUT}``.
 """
 
@@ -74,7 +74,6 @@ IO_TIMEOUT_S = 300
 
 @frozen
 class ScanPlanningConfig:
-    enabled: bool = True
     max_tasks_per_page: int = field(default=1000, validator=validators.ge(1))
     async_min_manifests: int = field(default=64, validator=validators.ge(1))
     plan_ttl: timedelta = timedelta(minutes=10)
@@ -648,6 +647,65 @@ async def fetch_scan_tasks(state: AppState, *, tabular_id: str, plan_task: Any) 
     if plan is None or plan.tabular_id != tabular_id or plan.status != "completed" or content is None:
         raise not_found(f"Plan task does not exist: {plan_task}", "NoSuchPlanTaskException")
     return {"file-scan-tasks": content["file-scan-tasks"], "delete-files": content["delete-files"], "plan-tasks": []}
+
+
+# ---------------------------------------------------------------- the catalog operations
+
+
+async def _resolve(state: AppState, meta: Any, warehouse: Any, parts: list[str], name: str) -> Any:
+    from lakekeeper_host.server.context import authorize
+    from lakekeeper_host.server.tables import resolve_table
+
+    _, row = await resolve_table(state, warehouse, parts, name)
+    await authorize(state, meta, "get_metadata", "table", row.id, warehouse)
+    return row
+
+
+async def plan_for_table(
+    state: AppState, meta: Any, warehouse: Any, parts: list[str], name: str, body: Any, access: Any
+) -> dict[str, Any]:
+    """``planTableScan`` of one table; vended credentials ride along on a completed plan."""
+    from lakekeeper_host.server import metadata_io
+    from lakekeeper_host.server.tables import access_request
+
+    row = await _resolve(state, meta, warehouse, parts, name)
+    storage = await state.storage_for(warehouse)
+    response = await plan_table_scan(
+        state,
+        warehouse_id=warehouse.id,
+        tabular_id=row.id,
+        storage=storage,
+        metadata=metadata_io.parse(row.metadata),
+        body=body,
+    )
+    if response["status"] == "completed":
+        config = await storage.table_config(access_request(meta, warehouse, parts, row.name, row, row.location, access))
+        if config.storage_credentials:
+            response["storage-credentials"] = list(config.storage_credentials)
+    return response
+
+
+async def planning_result_for_table(
+    state: AppState, meta: Any, warehouse: Any, parts: list[str], name: str, plan_id: str
+) -> dict[str, Any]:
+    row = await _resolve(state, meta, warehouse, parts, name)
+    return await fetch_planning_result(state, tabular_id=row.id, plan_id=plan_id)
+
+
+async def cancel_planning_for_table(
+    state: AppState, meta: Any, warehouse: Any, parts: list[str], name: str, plan_id: str
+) -> None:
+    row = await _resolve(state, meta, warehouse, parts, name)
+    await cancel_planning(state, tabular_id=row.id, plan_id=plan_id)
+
+
+async def scan_tasks_for_table(
+    state: AppState, meta: Any, warehouse: Any, parts: list[str], name: str, body: Any
+) -> dict[str, Any]:
+    row = await _resolve(state, meta, warehouse, parts, name)
+    if not isinstance(body, dict) or "plan-task" not in body:
+        raise illegal_argument("Invalid request body: missing field `plan-task`")
+    return await fetch_scan_tasks(state, tabular_id=row.id, plan_task=body["plan-task"])
 
 
 # ---------------------------------------------------------------- expiry

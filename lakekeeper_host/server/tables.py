@@ -28,7 +28,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.types import StructType
 
 from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace, no_such_table, no_such_view, not_found
-from lakekeeper_host.server import metadata_io
+from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.commit import validate_table_properties
 from lakekeeper_host.server.context import (
     authorize,
@@ -319,6 +319,8 @@ async def create_table(
 
     # ------------------------------------------------ EVENTS
     # createTable (not for stage-create: the table exists only after its first commit)
+    if not stage_create:
+        events.table_created(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
 
     config = await storage.table_config(access_request(meta, warehouse, parts, name, row, location, access))
     etag = None
@@ -412,6 +414,7 @@ async def drop_table(
 
     # ------------------------------------------------ EVENTS
     # dropTable
+    events.table_dropped(state, meta, warehouse, parts, name, row.id, prefix=warehouse.id)
 
 
 # ---------------------------------------------------------------- register
@@ -484,6 +487,7 @@ async def register_table(
 
     # ------------------------------------------------ EVENTS
     # registerTable
+    events.table_registered(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
 
     config = await storage.table_config(access_request(meta, warehouse, parts, name, row, location, access))
     etag = table_etag(
@@ -554,6 +558,8 @@ async def rename_tabular(state: AppState, meta: Any, warehouse: WarehouseRow, ty
 
     # ------------------------------------------------ EVENTS
     # renameTable / renameView
+    renamed = events.view_renamed if typ == "view" else events.table_renamed
+    renamed(state, meta, warehouse, source_ns, source_name, row.id, body, prefix=warehouse.id)
 
 
 # ---------------------------------------------------------------- metrics

@@ -155,3 +155,15 @@ async def count_tabulars(db: Executor, warehouse_id: str) -> dict[str, int]:
     for row in rows:
         counts[row["typ"]] = int(row["n"])
     return counts
+
+
+async def search_tabulars(db: Executor, warehouse_id: str, term: str, *, limit: int) -> list[Row]:
+    """Live tables and views whose name or namespace contains ``term`` (case-insensitive), or whose id is it."""
+    escaped = term.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return await db.fetch_all(
+        "SELECT t.id, t.name, t.typ, n.name AS namespace_name FROM tabular t JOIN namespace n ON n.id = t.namespace_id "
+        "WHERE t.warehouse_id = :w AND t.deleted_at IS NULL AND t.staged = :false "
+        "AND (t.id = :exact OR t.name_key LIKE :pattern ESCAPE '\\' OR n.name_key LIKE :pattern ESCAPE '\\') "
+        "ORDER BY LENGTH(t.name_key), t.name_key, t.id LIMIT :limit",
+        {"w": warehouse_id, "false": False, "exact": term, "pattern": f"%{escaped}%", "limit": limit},
+    )

@@ -94,8 +94,11 @@ def test_soft_delete_undrop_and_purge_after_expiry(server, http, tmp_path_factor
     assert run_now.status_code == 204
     wait_for(lambda: not files_under(location), what="purge to remove the files")
     assert deleted(http, warehouse_id) == []
-    purges = tasks_of(http, warehouse_id, "tabular_purge", table_id)
-    assert [p["status"] for p in purges] == ["SUCCESS"]
+    # the files go first, then the attempt is recorded
+    wait_for(
+        lambda: [p["status"] for p in tasks_of(http, warehouse_id, "tabular_purge", table_id)] == ["SUCCESS"],
+        what="the purge task to be recorded as successful",
+    )
 
 
 def test_name_of_soft_deleted_table_is_reusable_and_blocks_undrop(server, http, tmp_path_factory):
@@ -175,3 +178,46 @@ def test_deactivated_warehouse_disappears_from_the_catalog(server, http, catalog
     assert listing.status_code == 404
     assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/activate").status_code == 204
     assert ("visible",) in catalog.list_namespaces()
+
+
+def test_deleted_tabulars_are_paginated_and_cancelling_an_expiration_restores(server, http, tmp_path_factory):
+    warehouse_id, catalog = new_warehouse(
+        server, tmp_path_factory, {"type": "soft", "expiration-seconds": 3600}
+    )
+    ids = []
+    for name in ("a", "b", "c"):
+        ids.append(str(make_table(catalog, f"page.{name}").metadata.table_uuid))
+        catalog.drop_table(f"page.{name}")
+    first = http.get(f"{MGMT}/warehouse/{warehouse_id}/deleted-tabulars", params={"pageSize": 2}).json()
+    assert len(first["tabulars"]) == 2 and first["next-page-token"]
+    second = http.get(
+        f"{MGMT}/warehouse/{warehouse_id}/deleted-tabulars",
+        params={"pageSize": 2, "pageToken": first["next-page-token"]},
+    ).json()
+    assert len(second["tabulars"]) == 1 and second["next-page-token"] is None
+    assert sorted(t["id"] for t in first["tabulars"] + second["tabulars"]) == sorted(ids)
+
+    # cancelling the expiration task of a soft-deleted table brings it back (as Lakekeeper does)
+    [expiration] = tasks_of(http, warehouse_id, "soft_deletion", ids[0])
+    cancel = http.post(
+        f"{MGMT}/warehouse/{warehouse_id}/task/control",
+        json={"task-ids": [expiration["task-id"]], "action": {"action-type": "cancel"}},
+    )
+    assert cancel.status_code == 204
+    assert catalog.load_table("page.a").scan().to_arrow().num_rows == 3
+    assert len(deleted(http, warehouse_id)) == 2
+
+
+def test_search_tabular_finds_tables_by_name_namespace_or_id(http, catalog, warehouse):
+    orders = make_table(catalog, "shop.orders")
+    make_table(catalog, "shop.customers")
+    url = f"{MGMT}/warehouse/{warehouse['id']}/search-tabular"
+    found = http.post(url, json={"search": "ORDER"}).json()["tabulars"]
+    assert [(t["namespace-name"], t["tabular-name"]) for t in found] == [(["shop"], "orders")]
+    assert found[0]["tabular-id"] == {"type": "table", "id": str(orders.metadata.table_uuid)}
+    assert {t["tabular-name"] for t in http.post(url, json={"search": "shop"}).json()["tabulars"]} == {
+        "orders", "customers"
+    }
+    by_id = http.post(url, json={"search": str(orders.metadata.table_uuid)}).json()["tabulars"]
+    assert by_id[0]["tabular-name"] == "orders" and by_id[0]["distance"] == 0
+    assert http.post(url, json={"search": 5}).status_code == 400

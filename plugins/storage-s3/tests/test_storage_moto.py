@@ -41,6 +41,8 @@ def make_storage(cache: CredentialCache | None = None, config: S3StorageConfig |
 
 
 def request(storage, access=DataAccess.NONE, permission=StoragePermission.READ_WRITE_DELETE, **extra):
+    extra.setdefault("signer_uri", "http://lk/catalog/")
+    extra.setdefault("signer_endpoint", "v1/signer/wh-id/tabular-id/table-id/v1/aws/s3/sign")
     return TableAccessRequest(
         table_location=f"{storage.base_location()}/table-1",
         permission=permission,
@@ -140,14 +142,7 @@ async def test_vended_credentials_config(aws):
 
 async def test_remote_signing_config():
     storage = make_storage(**{"sts-enabled": False, "endpoint": "http://127.0.0.1:9000"})
-    result = await storage.table_config(
-        request(
-            storage,
-            DataAccess.REMOTE_SIGNING,
-            signer_uri="http://lk/catalog/",
-            signer_endpoint="v1/signer/wh-id/tabular-id/table-id/v1/aws/s3/sign",
-        )
-    )
+    result = await storage.table_config(request(storage, DataAccess.REMOTE_SIGNING))
     config = result.config
     assert config["s3.signer"] == "S3V4RestSigner"
     assert config["py-io-impl"] == "pyiceberg.io.fsspec.FsspecFileIO"
@@ -226,3 +221,10 @@ async def test_sts_failure_is_reported(aws):
     with pytest.raises(CatalogError) as excinfo:
         await storage.table_config(request(storage, DataAccess.VENDED_CREDENTIALS))
     assert excinfo.value.type == "FailedToGetShortTermCredentials"
+
+
+async def test_no_signing_config_without_a_signer_route():
+    """Views have no signer endpoint: remote signing is not offered for them."""
+    storage = make_storage(**{"sts-enabled": False})
+    config = (await storage.table_config(request(storage, signer_uri=None, signer_endpoint=None))).config
+    assert "s3.signer" not in config and config["s3.region"] == "eu-central-1"

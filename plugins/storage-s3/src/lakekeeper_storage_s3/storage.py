@@ -437,16 +437,14 @@ class S3Storage:
                 creds["client.refresh-credentials-endpoint"] = request.refresh_credentials_endpoint
             config |= creds
             storage_credentials.append({"prefix": request.table_location, "config": creds})
-        if signing:
+        if signing and request.signer_uri and request.signer_endpoint:  # views have no signer route
             config |= {
                 "s3.remote-signing-enabled": "true",
                 "s3.signer": "S3V4RestSigner",
                 "py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO",
             }
-            if request.signer_uri:
-                config["s3.signer.uri"] = config["signer.uri"] = request.signer_uri
-            if request.signer_endpoint:
-                config["s3.signer.endpoint"] = config["signer.endpoint"] = request.signer_endpoint
+            config["s3.signer.uri"] = config["signer.uri"] = request.signer_uri
+            config["s3.signer.endpoint"] = config["signer.endpoint"] = request.signer_endpoint
         return TableConfig(config=config, storage_credentials=storage_credentials, expires_at_ms=expires_at_ms)
 
     def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:

@@ -1,0 +1,98 @@
+"""Iceberg REST view routes under ``/catalog/v1`` (raw, percent-encoded path parameters: see
+``api/catalog.py``)."""
+
+from __future__ import annotations
+
+from quart import Blueprint, request
+
+from lakekeeper_host.api.common import empty, json_body, json_response, metadata, query_bool, query_int, state
+from lakekeeper_host.api.idempotency import idempotent
+from lakekeeper_host.server import views
+from lakekeeper_host.server.context import parse_name_path, parse_namespace_path, require_warehouse
+from lakekeeper_host.service.storage import DataAccess
+
+blueprint = Blueprint("views", __name__, url_prefix="/catalog/v1")
+
+
+def _access() -> DataAccess:
+    return DataAccess.from_header(request.headers.get("x-iceberg-access-delegation"))
+
+
+@blueprint.get("/<prefix>/namespaces/<namespace>/views")
+async def list_views(prefix: str, namespace: str):
+    warehouse = await require_warehouse(state(), prefix)
+    result = await views.list_views(
+        state(),
+        metadata(),
+        warehouse,
+        parse_namespace_path(namespace),
+        page_token=request.args.get("pageToken"),
+        page_size=query_int("pageSize"),
+        return_uuids=query_bool("returnUuids"),
+        return_protection_status=query_bool("returnProtectionStatus"),
+    )
+    return json_response(result)
+
+
+@blueprint.post("/<prefix>/namespaces/<namespace>/views")
+@idempotent("createView")
+async def create_view(prefix: str, namespace: str):
+    warehouse = await require_warehouse(state(), prefix)
+    return json_response(
+        await views.create_view(state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access())
+    )
+
+
+@blueprint.route("/<prefix>/namespaces/<namespace>/views/<view>", methods=["GET", "HEAD"])
+async def load_view(prefix: str, namespace: str, view: str):
+    warehouse = await require_warehouse(state(), prefix)
+    parts, name = parse_namespace_path(namespace), parse_name_path(view)
+    if request.method == "HEAD":
+        await views.view_exists(state(), metadata(), warehouse, parts, name)
+        return empty()
+    return json_response(await views.load_view(state(), metadata(), warehouse, parts, name, _access()))
+
+
+@blueprint.post("/<prefix>/namespaces/<namespace>/views/<view>")
+@idempotent("replaceView")
+async def replace_view(prefix: str, namespace: str, view: str):
+    warehouse = await require_warehouse(state(), prefix)
+    result = await views.commit_view(
+        state(), metadata(), warehouse, parse_namespace_path(namespace), parse_name_path(view), await json_body(),
+        _access(),
+    )
+    return json_response(result)
+
+
+@blueprint.delete("/<prefix>/namespaces/<namespace>/views/<view>")
+@idempotent("dropView")
+async def drop_view(prefix: str, namespace: str, view: str):
+    warehouse = await require_warehouse(state(), prefix)
+    await views.drop_view(
+        state(),
+        metadata(),
+        warehouse,
+        parse_namespace_path(namespace),
+        parse_name_path(view),
+        # Lakekeeper: purgeRequested defaults to TRUE when absent
+        purge=query_bool("purgeRequested", default=True),
+        force=query_bool("force"),
+    )
+    return empty()
+
+
+@blueprint.post("/<prefix>/views/rename")
+@idempotent("renameView")
+async def rename_view(prefix: str):
+    warehouse = await require_warehouse(state(), prefix)
+    await views.rename_view(state(), metadata(), warehouse, await json_body())
+    return empty()
+
+
+@blueprint.post("/<prefix>/namespaces/<namespace>/register-view")
+@idempotent("registerView")
+async def register_view(prefix: str, namespace: str):
+    warehouse = await require_warehouse(state(), prefix)
+    return json_response(
+        await views.register_view(state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access())
+    )

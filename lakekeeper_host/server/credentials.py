@@ -1,0 +1,34 @@
+"""``loadCredentials`` (``GET .../tables/{table}/credentials``): vended credentials for a table.
+
+Clients call it to refresh credentials that expire (``client.refresh-credentials-endpoint``) and
+PyIceberg's ``_load_credentials``. The answer is ``{"storage-credentials": [{prefix, config}]}``
+-- empty when the warehouse's storage vends nothing (the ``file`` profile never does). The
+endpoint exists to vend, so vended credentials are asked for even when the client's
+``X-Iceberg-Access-Delegation`` header does not say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakekeeper_host.server.context import authorize
+from lakekeeper_host.server.tables import access_request, resolve_table
+from lakekeeper_host.service.state import AppState
+from lakekeeper_host.service.storage import DataAccess
+from lakekeeper_host.store.warehouses import WarehouseRow
+
+
+async def load_credentials(
+    state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], name: str, access: DataAccess
+) -> dict[str, Any]:
+    # ------------------------------------------------ VALIDATIONS
+    _, row = await resolve_table(state, warehouse, parts, name)
+
+    # ------------------------------------------------ AUTHZ
+    await authorize(state, meta, "get_metadata", "table", row.id, warehouse)
+
+    # ------------------------------------------------ BUSINESS LOGIC
+    storage = await state.storage_for(warehouse)
+    request = access_request(meta, warehouse, parts, row.name, row, row.location, access | DataAccess.VENDED_CREDENTIALS)
+    config = await storage.table_config(request)
+    return {"storage-credentials": list(config.storage_credentials)}

@@ -1,0 +1,87 @@
+"""Catalog servers that publish change events to a real NATS server and a real Kafka-protocol broker.
+
+``events_server`` (once per database backend) requires tokens from an in-process OIDC issuer, so
+events carry a real principal as ``actor``; it publishes to core NATS and to a single-partition
+Tansu topic (one partition keeps the Kafka order total, not just per table).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lakekeeper_host.testing.oidc import OidcIssuer
+from lakekeeper_host.testing.server import CatalogServer
+from lakekeeper_host.testing.services import BinaryNotFound, KafkaBroker, NatsServer
+from tests.events.support import (
+    AUDIENCE,
+    backend_env,
+    create_topic,
+    oidc_env,
+    start_server,
+)
+
+EXAMPLE_CHECKER_SRC = Path(__file__).resolve().parents[2] / "examples" / "contract-checker" / "src"
+
+
+@pytest.fixture(scope="session")
+def idp() -> Iterator[OidcIssuer]:
+    with OidcIssuer("events", audience=AUDIENCE) as issuer:
+        yield issuer
+
+
+@pytest.fixture(scope="module")
+def nats_server() -> Iterator[NatsServer]:
+    try:
+        server = NatsServer().start()
+    except BinaryNotFound as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def kafka_broker() -> Iterator[KafkaBroker]:
+    try:
+        broker = KafkaBroker().start()
+    except BinaryNotFound as exc:
+        pytest.skip(str(exc))
+    yield broker
+    broker.close()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def events_server(request, idp, nats_server, kafka_broker) -> Iterator[CatalogServer]:
+    backend = request.param
+    nats_topic = f"lakekeeper.events.{uuid.uuid4().hex[:8]}"
+    kafka_topic = f"lakekeeper-events-{uuid.uuid4().hex[:8]}"
+    create_topic(kafka_broker.bootstrap_servers, kafka_topic)
+    env = {
+        **oidc_env(idp),
+        **backend_env(backend, request),
+        "LAKEKEEPER__NATS_ADDRESS": nats_server.url,
+        "LAKEKEEPER__NATS_TOPIC": nats_topic,
+        "LAKEKEEPER__KAFKA_TOPIC": kafka_topic,
+        "LAKEKEEPER__KAFKA_CONFIG": json.dumps({"bootstrap.servers": kafka_broker.bootstrap_servers}),
+    }
+    server = start_server(env, backend, idp)
+    server.nats_url, server.nats_topic = nats_server.url, nats_topic
+    server.kafka_bootstrap, server.kafka_topic = kafka_broker.bootstrap_servers, kafka_topic
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def example_checker_env(tmp_path) -> dict[str, str]:
+    """``PYTHONPATH`` that makes the example contract checker an installed entry-point plugin."""
+    dist = tmp_path / "lakekeeper_contract_example-0.1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lakekeeper-contract-example\nVersion: 0.1.0\n")
+    (dist / "entry_points.txt").write_text("[lakekeeper]\ncontract_example = lakekeeper_contract_example\n")
+    paths = [str(tmp_path), str(EXAMPLE_CHECKER_SRC), os.environ.get("PYTHONPATH", "")]
+    return {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}

@@ -1,0 +1,155 @@
+"""Helpers of the event tests: receiving events from NATS and Kafka, starting servers, waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Self
+
+import httpx
+
+from lakekeeper_host.testing.oidc import OidcIssuer
+from lakekeeper_host.testing.server import CatalogServer
+
+AUDIENCE = "lakekeeper"
+
+
+def oidc_env(idp: OidcIssuer) -> dict[str, str]:
+    return {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri, "LAKEKEEPER__OPENID_AUDIENCE": AUDIENCE}
+
+
+def backend_env(backend: str, request) -> dict[str, str]:
+    if backend != "postgres":
+        return {}
+    url = request.getfixturevalue("pg_url_factory")()
+    return {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
+
+
+def start_server(env: dict[str, str], backend: str, idp: OidcIssuer | None = None) -> CatalogServer:
+    server = CatalogServer(env)
+    server.backend = backend
+    server.start()
+    if backend == "postgres":
+        headers = {"Authorization": f"Bearer {idp.mint('root')}"} if idp else {}
+        httpx.post(
+            server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, headers=headers
+        ).raise_for_status()
+    return server
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    async def run() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
+        finally:
+            await admin.close()
+
+    asyncio.run(run())
+
+
+# ---------------------------------------------------------------- receiving events
+
+
+class NatsCollector:
+    """Subscribes to a subject in a background thread and keeps every structured event it receives."""
+
+    def __init__(self, url: str, subject: str):
+        self.url, self.subject = url, subject
+        self.events: list[dict[str, Any]] = []
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        if not self._ready.wait(10) or self._error:
+            raise RuntimeError(f"NATS subscriber did not start: {self._error!r}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop and self._stop:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    async def _run(self) -> None:
+        import nats
+
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        try:
+            nc = await nats.connect(self.url)
+
+            async def on_message(msg) -> None:
+                self.events.append(json.loads(msg.data))
+
+            await nc.subscribe(self.subject, cb=on_message)
+            await nc.flush()
+        except BaseException as exc:  # noqa: BLE001 - reported to the test thread by __enter__
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        await self._stop.wait()
+        await nc.close()
+
+    def wait_for(self, predicate: Callable[[list[dict[str, Any]]], bool], timeout: float = 30) -> list[dict[str, Any]]:
+        wait_until(lambda: predicate(list(self.events)), timeout, lambda: f"NATS events: {self.events!r}")
+        return list(self.events)
+
+
+def kafka_events(bootstrap: str, topic: str, until: Callable[[list[dict[str, Any]]], bool], timeout: float = 30):
+    """Read ``topic`` from the beginning (all partitions) until ``until(events)``; binary mode decoded."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def run() -> list[dict[str, Any]]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+        await consumer.start()
+        events: list[dict[str, Any]] = []
+        try:
+            async with asyncio.timeout(timeout):
+                partitions = None
+                while not partitions:
+                    partitions = (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)
+                assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
+                consumer.assign(assigned)
+                await consumer.seek_to_beginning(*assigned)
+                while not until(events):
+                    message = await consumer.getone()
+                    events.append(decode_binary(message))
+        except TimeoutError:
+            raise AssertionError(f"Kafka events did not arrive within {timeout}s; got {events!r}") from None
+        finally:
+            await consumer.stop()
+        return events
+
+    return asyncio.run(run())
+
+
+def decode_binary(message: Any) -> dict[str, Any]:
+    """A Kafka binary-mode CloudEvent as the structured dict (integer extensions come back as text)."""
+    event: dict[str, Any] = {"_key": message.key.decode() if message.key else None}
+    for name, value in message.headers:
+        text = value.decode()
+        if name.startswith("ce_"):
+            event[name[3:]] = text
+        elif name == "content-type":
+            event["datacontenttype"] = text
+    event["data"] = json.loads(message.value)
+    return event
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, describe: Callable[[], str]) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s; {describe()}")
+        time.sleep(0.05)
+    return True
