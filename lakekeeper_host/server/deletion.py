@@ -23,6 +23,7 @@ from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
 from lakekeeper_host.service.state import AppState
+from lakekeeper_host.service.storage import is_sublocation
 from lakekeeper_host.store import tabular_admin
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store.db import Executor
@@ -90,6 +91,7 @@ async def drop_tabular(state: AppState, meta: Any, warehouse: Any, tabular: Any,
     # ------------------------------------------------ BUSINESS LOGIC
     soft_seconds = warehouse.soft_delete_seconds
     staged = bool(getattr(tabular, "staged", False)) or getattr(tabular, "metadata_location", "") is None
+    purged_metadata = None
     async with state.store.transaction() as tx:
         name = await entity_name(tx, tabular.namespace_id, tabular.name)
         if soft_seconds is not None and not force and not staged:
@@ -117,6 +119,24 @@ async def drop_tabular(state: AppState, meta: Any, warehouse: Any, tabular: Any,
                 await schedule_purge(
                     tx, project_id=warehouse.project_id, warehouse_id=warehouse.id, tabular=dropped, name=name
                 )
+                purged_metadata = dropped.metadata_location
+    # a registered table's metadata file may live elsewhere: only ever remove what the purge would
+    if purged_metadata and is_sublocation(purged_metadata, dropped.location):
+        await _remove_last_metadata_file(state, warehouse, purged_metadata)
+
+
+async def _remove_last_metadata_file(state: AppState, warehouse: Any, metadata_location: str) -> None:
+    """Delete the dropped table's current metadata file now, before the drop is answered.
+
+    Spark's ``DROP TABLE ... PURGE`` drops the table and then deletes its files client-side, but
+    only while that metadata file exists. Removing it here hands the whole purge to the
+    ``tabular_purge`` task instead of letting Spark read manifests the task is deleting.
+    """
+    try:
+        storage = await state.storage_for(warehouse)
+        await storage.delete(metadata_location)
+    except Exception:  # noqa: BLE001 - best effort: the purge task removes the file anyway
+        log.warning("Could not remove %s of a purged table early", metadata_location, exc_info=True)
 
 
 async def _raise_gone(db: Executor, warehouse_id: str, tabular: Any) -> None:
