@@ -1,4 +1,4 @@
-"""``lakekeeper serve | migrate | wait-for-db | healthcheck | plugins | version``.
+"""``lakekeeper serve | migrate | wait-for-db | healthcheck | plugins | maintain | version``.
 
 Errors are one clear line and a non-zero exit code, never a traceback.
 """
@@ -67,6 +67,26 @@ def build_parser() -> argparse.ArgumentParser:
     new_key = rotate.add_mutually_exclusive_group(required=True)
     new_key.add_argument("--new-key", help="the new key (prefer --new-key-file: arguments are visible to ps)")
     new_key.add_argument("--new-key-file", help="read the new key from this file ('-' for stdin)")
+    maintain = sub.add_parser(
+        "maintain",
+        help="run table maintenance now (through a server's task queue, or directly on Spark with --catalog-uri)",
+    )
+    maintain.add_argument("--warehouse", required=True, help="warehouse name (or id, through a server)")
+    maintain.add_argument("--table", action="append", help="namespace.table or a table id (repeatable; default: all)")
+    maintain.add_argument("--server", help="server base URL (default http://127.0.0.1:<LISTEN_PORT>)")
+    maintain.add_argument("--project-id", help="project of the warehouse (x-project-id)")
+    maintain.add_argument("--token", help="bearer token for the server or catalog")
+    maintain.add_argument("--no-wait", action="store_true", help="schedule the tasks and print their ids")
+    maintain.add_argument("--timeout", type=float, default=3600, help="seconds to wait for the tasks")
+    maintain.add_argument("--catalog-uri", help="run the Spark job here against this Iceberg REST catalog URI")
+    maintain.add_argument("--credential", help="OAuth2 client_id:client_secret for the catalog (direct)")
+    maintain.add_argument("--oauth2-server-uri", help="token endpoint for --credential (direct)")
+    maintain.add_argument("--scope", help="OAuth2 scope for --credential (direct)")
+    maintain.add_argument("--master", help="Spark master URL (direct; default local[*])")
+    maintain.add_argument("--jars-mode", choices=("auto", "offline", "online"), default="auto")
+    maintain.add_argument("--conf", action="append", help="extra Spark setting key=value (direct, repeatable)")
+    maintain.add_argument("--policy", help="partial maintenance policy JSON, as the management API takes (direct)")
+    maintain.add_argument("--json", action="store_true", help="print the results as JSON")
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -213,6 +233,12 @@ def cmd_rotate_encryption_key(settings: Settings, args) -> int:
     return 0
 
 
+def cmd_maintain(settings: Settings, args) -> int:
+    from lakekeeper_host.maintenance_cli import maintain
+
+    return maintain(settings, args)
+
+
 COMMANDS = {
     "serve": cmd_serve,
     "migrate": cmd_migrate,
@@ -220,6 +246,7 @@ COMMANDS = {
     "healthcheck": cmd_healthcheck,
     "plugins": cmd_plugins,
     "rotate-encryption-key": cmd_rotate_encryption_key,
+    "maintain": cmd_maintain,
 }
 
 if __name__ == "__main__":

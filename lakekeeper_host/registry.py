@@ -72,6 +72,9 @@ class TaskQueueSpec:
     default_workers: int = 2
     # queues a user may schedule through the management API (built-in OSS queues are not)
     user_schedulable: bool = False
+    # ``await on_config_set(state, project_id, warehouse_id, parsed_config)`` after the config API
+    # stored a new queue config (a queue that schedules its own tasks reacts to being enabled)
+    on_config_set: Callable[..., Awaitable[None]] | None = None
 
 
 def normalize_name(name: str) -> str:

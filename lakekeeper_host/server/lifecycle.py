@@ -33,10 +33,11 @@ def check_backend_selection(settings: Settings, registry: Registry) -> None:
     ):
         if spec.config_cls is not None:
             settings.section(spec.config_cls)
-    from lakekeeper_host.server import metrics_reports, scan_planning
+    from lakekeeper_host.server import maintenance, metrics_reports, scan_planning
 
-    # catalog features with their own sections (LAKEKEEPER__METRICS_REPORTS__*, __SCAN_PLANNING__*)
-    for section in (metrics_reports.Section, scan_planning.Section):
+    # catalog features with their own sections (LAKEKEEPER__METRICS_REPORTS__*, __SCAN_PLANNING__*,
+    # __TABLE_MAINTENANCE__*)
+    for section in (metrics_reports.Section, scan_planning.Section, maintenance.Section):
         settings.section(section)
     settings.report_unknown()
 

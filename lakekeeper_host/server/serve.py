@@ -29,11 +29,16 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     return config
 
 
+def own_base_uri(settings: Settings) -> str:
+    """Where this server is reached from its own host: ``LAKEKEEPER__BASE_URI`` or the listen address."""
+    host = "127.0.0.1" if settings.bind_ip in ("0.0.0.0", "::") else settings.bind_ip
+    return (settings.host.base_uri or f"http://{host}:{settings.host.listen_port}").rstrip("/")
+
+
 def connection_help(settings: Settings, warehouse: str = "demo") -> str:
     from lakekeeper_host.server.snippets import connection_snippets
 
-    base = settings.host.base_uri or f"http://{'127.0.0.1' if settings.bind_ip in ('0.0.0.0', '::') else settings.bind_ip}:{settings.host.listen_port}"
-    return connection_snippets(base.rstrip("/") + "/catalog", warehouse)
+    return connection_snippets(own_base_uri(settings) + "/catalog", warehouse)
 
 
 def serve(settings: Settings, pm: pluggy.PluginManager) -> int:

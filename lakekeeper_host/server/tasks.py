@@ -129,11 +129,14 @@ async def _task_log_cleanup(task: TaskRow, ctx: TaskContext) -> Reschedule:
 
 
 def builtin_task_queues() -> list[TaskQueueSpec]:
-    """The OSS queues: soft_deletion, tabular_purge, task_log_cleanup."""
+    """The OSS queues (soft_deletion, tabular_purge, task_log_cleanup) and table_maintenance on Spark."""
+    from lakekeeper_host.server import maintenance
+
     return [
         TaskQueueSpec(name=SOFT_DELETION, handler=_soft_deletion, config_cls=EmptyQueueConfig),
         TaskQueueSpec(name=TABULAR_PURGE, handler=_tabular_purge, config_cls=EmptyQueueConfig),
         TaskQueueSpec(name=TASK_LOG_CLEANUP, handler=_task_log_cleanup, config_cls=TaskLogCleanupConfig),
+        maintenance.task_queue_spec(),
     ]
 
 
@@ -217,7 +220,7 @@ async def run_claimed(state: AppState, spec: TaskQueueSpec, claimed: task_store.
             )
             return result or "lost"
         if isinstance(outcome, Reschedule):
-            ok = await task_store.reschedule(tx, task, outcome.scheduled_for, outcome.payload)
+            ok = await task_store.reschedule(tx, task, outcome.scheduled_for, outcome.payload, outcome.message)
             return "rescheduled" if ok else "lost"
         ok = await task_store.finish_task(tx, task, "success", outcome if isinstance(outcome, str) else None)
         return "success" if ok else "lost"
@@ -303,7 +306,7 @@ async def set_queue_config(
         raise bad_request("Request body must be a JSON object")
     if "queue-config" not in body:
         raise bad_request("Invalid request body: required field missing @ body.queue-config")
-    parse_queue_config(spec, body["queue-config"])
+    config = parse_queue_config(spec, body["queue-config"])
     max_seconds = body.get("max-seconds-since-last-heartbeat")
     if max_seconds is not None and (not isinstance(max_seconds, int) or isinstance(max_seconds, bool) or max_seconds < 1):
         raise bad_request(
@@ -311,6 +314,8 @@ async def set_queue_config(
         )
     async with state.store.transaction() as tx:
         await task_store.set_queue_config(tx, project_id, warehouse_id, spec.name, body["queue-config"], max_seconds)
+    if spec.on_config_set is not None:
+        await spec.on_config_set(state, project_id, warehouse_id, config)
 
 
 # ---------------------------------------------------------------- management: listing, details, control

@@ -296,7 +296,9 @@ async def fail_attempt(db: Executor, task: TaskRow, message: str, *, max_retries
     return "retry"
 
 
-async def reschedule(db: Executor, task: TaskRow, scheduled_for: int, payload: dict[str, Any] | None = None) -> bool:
+async def reschedule(
+    db: Executor, task: TaskRow, scheduled_for: int, payload: dict[str, Any] | None = None, message: str | None = None
+) -> bool:
     """A successful run of a periodic task: log success and schedule the next run (same task id)."""
     row = await db.fetch_one(
         "SELECT * FROM task WHERE id = :id AND attempt = :attempt AND status IN ('running', 'should-stop')",
@@ -304,7 +306,7 @@ async def reschedule(db: Executor, task: TaskRow, scheduled_for: int, payload: d
     )
     if row is None:
         return False
-    await insert_log(db, task_from_row(row), "success", None)
+    await insert_log(db, task_from_row(row), "success", message)
     await db.execute(
         "UPDATE task SET status = 'scheduled', worker_id = NULL, picked_up_at = NULL, "
         "scheduled_for = :sf, payload = COALESCE(:payload, payload), progress = 0, updated_at = :now "
@@ -320,6 +322,16 @@ async def reschedule(db: Executor, task: TaskRow, scheduled_for: int, payload: d
 
 async def get_task(db: Executor, task_id: str) -> TaskRow | None:
     return task_from_row(await db.fetch_one("SELECT * FROM task WHERE id = :id", {"id": task_id}))
+
+
+async def get_active_entity_task(db: Executor, queue_name: str, entity_type: str, entity_id: str) -> TaskRow | None:
+    """The entity's active task on a queue (there is at most one)."""
+    return task_from_row(
+        await db.fetch_one(
+            "SELECT * FROM task WHERE queue_name = :q AND entity_type = :et AND entity_id = :eid",
+            {"q": queue_name, "et": entity_type, "eid": entity_id},
+        )
+    )
 
 
 async def get_task_logs(db: Executor, task_id: str, limit: int | None = None) -> list[TaskLogRow]:
@@ -367,11 +379,13 @@ async def request_stop(db: Executor, task_id: str) -> bool:
     return bool(rows)
 
 
-async def set_scheduled_for(db: Executor, task_id: str, scheduled_for: int) -> bool:
+async def set_scheduled_for(
+    db: Executor, task_id: str, scheduled_for: int, payload: dict[str, Any] | None = None
+) -> bool:
     rows = await db.fetch_all(
-        "UPDATE task SET scheduled_for = :sf, status = 'scheduled', updated_at = :now "
-        "WHERE id = :id AND status IN ('scheduled', 'should-stop') RETURNING id",
-        {"id": task_id, "sf": scheduled_for, "now": now_ms()},
+        "UPDATE task SET scheduled_for = :sf, status = 'scheduled', payload = COALESCE(:payload, payload), "
+        "updated_at = :now WHERE id = :id AND status IN ('scheduled', 'should-stop') RETURNING id",
+        {"id": task_id, "sf": scheduled_for, "now": now_ms(), "payload": dumps(payload) if payload is not None else None},
     )
     return bool(rows)
 
