@@ -12,6 +12,7 @@ Two ways, one output:
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 import urllib.parse
@@ -35,6 +36,9 @@ POLL_SECONDS = 1.0
 
 
 def maintain(settings: Settings, args: Any) -> int:
+    # the output is the figures; request and gateway logs would drown them
+    for noisy in ("httpx", "py4j"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         if args.catalog_uri:
             outcomes = run_direct(args)

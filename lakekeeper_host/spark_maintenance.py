@@ -290,7 +290,6 @@ def maintain_table(
     """Run the enabled procedures on one table; returns the figures (kebab-case keys)."""
     ident = ".".join(_quote(part) for part in (catalog_name, *table))
     procedure_table = _sql_string(".".join(_quote(part) for part in table))
-    now = datetime.now(timezone.utc)
 
     def call(step: str, sql: str) -> list[Any]:
         try:
@@ -333,7 +332,8 @@ def maintain_table(
     expire = policy.expire_snapshots
     if expire.enabled:
         before = count("snapshots")
-        cutoff = _timestamp(now - parse_duration(expire.older_than))
+        # relative to now, not to the start: the snapshots compaction just wrote count as well
+        cutoff = _timestamp(datetime.now(timezone.utc) - parse_duration(expire.older_than))
         row = call("expire_snapshots", f"CALL {_quote(catalog_name)}.system.expire_snapshots("
                    f"table => {procedure_table}, older_than => {cutoff}, retain_last => {expire.retain_last})")[0]  # fmt: skip
         figures |= {
@@ -346,7 +346,7 @@ def maintain_table(
         steps.append("expire-snapshots")
     orphans = policy.remove_orphan_files
     if orphans.enabled:
-        cutoff = _timestamp(now - parse_duration(orphans.older_than))
+        cutoff = _timestamp(datetime.now(timezone.utc) - parse_duration(orphans.older_than))
         rows = call("remove_orphan_files", f"CALL {_quote(catalog_name)}.system.remove_orphan_files("
                     f"table => {procedure_table}, older_than => {cutoff})")  # fmt: skip
         figures["orphan-files-removed"] = len(rows)

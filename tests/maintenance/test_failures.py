@@ -1,0 +1,78 @@
+"""A failing maintenance job leaves the table valid and is retried per the queue rules
+(``LAKEKEEPER__TASK_MAX_RETRIES``), on servers of their own."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+
+from lakekeeper_host.testing.server import create_file_warehouse, free_port
+from tests.maintenance.helpers import (
+    MGMT,
+    data_file_count,
+    finished_attempts,
+    small_files_table,
+    sorted_rows,
+    task_details,
+    wait_for,
+)
+
+
+def run_now(client: httpx.Client, warehouse_id: str, table_id: str) -> str:
+    response = client.post(f"{MGMT}/warehouse/{warehouse_id}/table/{table_id}/maintenance/run")
+    assert response.status_code == 202, response.text
+    return response.json()["task-id"]
+
+
+def new_warehouse(server, tmp_path) -> tuple[str, RestCatalog]:
+    warehouse_id = create_file_warehouse(server.url, "maintained", str(tmp_path / "warehouse"))
+    return warehouse_id, RestCatalog("test", uri=server.catalog_url, warehouse="maintained")
+
+
+def test_unreachable_catalog_fails_every_attempt_and_leaves_the_table_alone(make_server, tmp_path):
+    """The job cannot reach the catalog (LAKEKEEPER__TABLE_MAINTENANCE__CATALOG_URI points at a
+    closed port): it fails before starting Spark, twice, and the task ends FAILED."""
+    dead_catalog = f"http://127.0.0.1:{free_port()}/catalog"
+    server = make_server({"LAKEKEEPER__TASK_MAX_RETRIES": "2", "LAKEKEEPER__TABLE_MAINTENANCE__CATALOG_URI": dead_catalog})
+    warehouse_id, catalog = new_warehouse(server, tmp_path)
+    table = small_files_table(catalog, "ns.events", snapshots=5, files=8)
+    rows = sorted_rows(table)
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        task_id = run_now(client, warehouse_id, str(table.metadata.table_uuid))
+        details = wait_for(lambda: (d := task_details(client, warehouse_id, task_id))["status"] == "FAILED" and d,
+                           timeout=120, what="the task to fail for good")  # fmt: skip
+    attempts = finished_attempts(details)
+    assert [(a["attempt"], a["status"]) for a in attempts] == [(1, "FAILED"), (2, "FAILED")]
+    for attempt in attempts:
+        assert f"catalog unreachable at {dead_catalog}" in attempt["message"]
+    table = catalog.load_table("ns.events")
+    assert len(table.metadata.snapshots) == 5 and data_file_count(table) == 8
+    assert sorted_rows(table) == rows
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_job_failing_mid_way_leaves_a_valid_table_and_is_retried(make_server, tmp_path):
+    """A real Spark failure after commits: with ``gc.enabled=false`` Iceberg compacts the table, then
+    refuses to expire snapshots. Both attempts fail at expiry; the table stays readable with the
+    same rows, compacted by the first attempt. (Two Spark launches; SQLite only, the retry rules
+    are the same engine on both backends and are covered on both above.)"""
+    server = make_server({"LAKEKEEPER__TASK_MAX_RETRIES": "2"})
+    warehouse_id, catalog = new_warehouse(server, tmp_path)
+    table = small_files_table(catalog, "ns.events", snapshots=12, files=20, properties={"gc.enabled": "false"})
+    rows = sorted_rows(table)
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        task_id = run_now(client, warehouse_id, str(table.metadata.table_uuid))
+        details = wait_for(lambda: (d := task_details(client, warehouse_id, task_id))["status"] == "FAILED" and d,
+                           timeout=300, what="the task to fail for good")  # fmt: skip
+    attempts = finished_attempts(details)
+    assert [(a["attempt"], a["status"]) for a in attempts] == [(1, "FAILED"), (2, "FAILED")]
+    for attempt in attempts:
+        assert attempt["message"].startswith("MaintenanceJobFailed: expire_snapshots failed on ns.events:")
+        assert "GC is disabled" in attempt["message"]
+    table = catalog.load_table("ns.events")
+    assert sorted_rows(table) == rows
+    assert data_file_count(table) < 20  # the compaction of the first attempt was committed
+    assert len(table.metadata.snapshots) > 12  # and nothing was expired
