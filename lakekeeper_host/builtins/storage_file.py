@@ -20,6 +20,7 @@ from lakekeeper_host import hookimpl
 from lakekeeper_host.errors import bad_request
 from lakekeeper_host.registry import StorageSpec
 from lakekeeper_host.service.storage import (
+    StoragePermission,
     TableAccessRequest,
     TableConfig,
     ValidationCheck,
@@ -131,6 +132,12 @@ class FileStorage:
         return await asyncio.to_thread(_remove)
 
     async def table_config(self, request: TableAccessRequest) -> TableConfig:
+        if request.permission is not StoragePermission.READ:
+            # Unlike an object store, a directory must exist before a file goes into it. A staged
+            # table has no metadata file yet, and DuckDB writes its first manifest into
+            # <table>/metadata/ without creating the directory (its CTAS failed with "No such file").
+            metadata_dir = path_of(join_location(request.table_location, "metadata"))
+            await asyncio.to_thread(metadata_dir.mkdir, parents=True, exist_ok=True)
         return TableConfig()
 
     def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:
