@@ -9,12 +9,19 @@ from the jars inside the ``sagemaker-pyspark`` sdist.
 
 Choose with ``jars_mode`` or ``$LAKEKEEPER_SPARK_JARS_MODE``: ``offline``, ``online`` or ``auto``
 (the default: local jars when they are all present, else Maven when it answers).
+
+The driver binds to loopback only, runs on Java 17 (``$JAVA_HOME`` wins; otherwise an installed
+Java 17 is preferred when ``java`` on the PATH is another version) and uses the master given, else
+``$LAKEKEEPER_SPARK_MASTER``, else ``local[*]``; any Spark master URL works (``spark://host:7077``).
 """
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -45,11 +52,20 @@ MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 JARS_MODE_ENV = "LAKEKEEPER_SPARK_JARS_MODE"
 JARS_DIR_ENV = "LAKEKEEPER_SPARK_JARS_DIR"
 MASTER_ENV = "LAKEKEEPER_SPARK_MASTER"
+DEFAULT_MASTER = "local[*]"
+JAVA_VERSION = 17  # Spark 3.5 supports 8 to 17 fully; Iceberg 1.10 needs 11 or newer
+# where distributions and installers put JDKs (Debian/Ubuntu, RHEL, macOS, SDKMAN, Temurin tarballs)
+JAVA_HOME_PATTERNS = ("/usr/lib/jvm/*", "/Library/Java/JavaVirtualMachines/*/Contents/Home",
+                      str(Path.home() / ".sdkman" / "candidates" / "java" / "*"), "/opt/java/*")  # fmt: skip
 DEFAULT_JARS_CACHE = Path.home() / ".cache" / "lakekeeper" / "jars"
 
 
 class SparkJarsError(RuntimeError):
     """The Iceberg jars are neither available locally nor downloadable."""
+
+
+class JavaNotFound(RuntimeError):
+    """No Java runtime to start Spark's JVM with."""
 
 
 @attrs.frozen
@@ -222,6 +238,59 @@ def s3a_conf(s3: Mapping[str, Any], catalog_name: str) -> dict[str, str]:
     return conf
 
 
+# ---------------------------------------------------------------------------------------------
+# the driver: Java, master, loopback
+
+
+def java_major_version(java: str | Path) -> int | None:
+    """The feature version of a ``java`` executable (8 for ``1.8.0_x``, 17 for ``17.0.x``)."""
+    try:
+        output = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', output)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def find_java_home(version: int = JAVA_VERSION) -> str | None:
+    """``JAVA_HOME`` for Spark's JVM, or None to keep the environment's ``java`` as it is.
+
+    A set ``$JAVA_HOME`` is the user's choice and wins. Otherwise, when ``java`` on the PATH is not
+    Java ``version`` (a newer default JDK, say), the first installed Java ``version`` found in the
+    usual JDK folders is returned.
+    """
+    if os.environ.get("JAVA_HOME"):
+        return os.environ["JAVA_HOME"]
+    on_path = shutil.which("java")
+    if on_path and java_major_version(on_path) == version:
+        return None
+    for home in sorted({candidate for pattern in JAVA_HOME_PATTERNS for candidate in glob.glob(pattern)}):
+        java = Path(home) / "bin" / "java"
+        if java.is_file() and not Path(home).is_symlink() and java_major_version(java) == version:
+            return home
+    if on_path is None:
+        raise JavaNotFound(f"no Java found to run Spark: install Java {version} (e.g. apt-get install "
+                           f"openjdk-{version}-jre-headless) or set $JAVA_HOME")  # fmt: skip
+    return None  # another version only: let Spark try it
+
+
+def spark_master(master: str | None = None) -> str:
+    """The master URL: the one given, else ``$LAKEKEEPER_SPARK_MASTER``, else ``local[*]``."""
+    return master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+
+
+def prepare_driver_environment() -> None:
+    """Environment Spark reads when it launches its JVM: Python, loopback address, Java home."""
+    # Python workers must run this interpreter, and Spark must not pick a non-loopback address.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if java_home := find_java_home():
+        os.environ["JAVA_HOME"] = java_home
+
+
 # Local mode on a small machine, reachable only from this host.
 LOCAL_CONF = {
     "spark.driver.bindAddress": "127.0.0.1",
@@ -255,9 +324,7 @@ def build_spark_session(
     """
     from pyspark.sql import SparkSession  # optional and heavy: only when asked for
 
-    # Python workers must run this interpreter, and Spark must not pick a non-loopback address.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    prepare_driver_environment()
     conf = {
         **LOCAL_CONF,
         **resolve_spark_jars(jars_mode, s3=s3 is not None).conf(),
@@ -266,7 +333,7 @@ def build_spark_session(
         **(s3a_conf(s3, catalog_name) if s3 is not None else {}),
         **(extra_conf or {}),
     }  # fmt: skip
-    builder = SparkSession.builder.master(master or os.environ.get(MASTER_ENV) or "local[2]").appName(app_name)
+    builder = SparkSession.builder.master(spark_master(master)).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
@@ -302,10 +369,9 @@ def shared_session(*, s3_jars: bool = True, master: str | None = None, app_name:
     """
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    prepare_driver_environment()
     conf = {**LOCAL_CONF, **resolve_spark_jars(None, s3=s3_jars).conf(), "spark.sql.extensions": ICEBERG_EXTENSIONS}
-    builder = SparkSession.builder.master(master or os.environ.get(MASTER_ENV) or "local[2]").appName(app_name)
+    builder = SparkSession.builder.master(spark_master(master)).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
