@@ -27,7 +27,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from attrs import field, frozen, validators
+from attrs import field, frozen
 
 from lakekeeper_host.config.types import Secret
 from lakekeeper_host.errors import bad_request, not_found
@@ -37,6 +37,7 @@ from lakekeeper_host.server.deletion import entity_name
 from lakekeeper_host.server.tasks import Reschedule, TaskContext
 from lakekeeper_host.server.warehouses import authorize, require_warehouse
 from lakekeeper_host.service.state import AppState
+from lakekeeper_host.spark import JarsMode
 from lakekeeper_host.spark_maintenance import (
     RESULT_MARKER,
     CatalogAccess,
@@ -72,7 +73,7 @@ class TableMaintenanceConfig:
 
     # local[*], spark://host:7077, or any master URL Spark accepts
     spark_master: str = "local[*]"
-    spark_jars_mode: str = field(default="auto", validator=validators.in_(("auto", "offline", "online")))
+    spark_jars_mode: JarsMode = "auto"
     # extra Spark settings as JSON, e.g. {"spark.driver.host": "10.0.0.5", "spark.executor.memory": "4g"}
     spark_conf: dict[str, str] = field(factory=dict)
     # default: this server's own catalog (LAKEKEEPER__BASE_URI or the listen address)
