@@ -29,11 +29,25 @@ CORS_ALLOWED_HEADERS = (
 _UNCACHED_PREFIXES = ("/health",)
 
 
+class _TimeLimitedQuart(Quart):
+    """Quart whose route handlers are cut off after ``MAX_REQUEST_TIME`` (Lakekeeper answers 408).
+
+    Cancelling the handler rolls back its open transaction; the TimeoutError becomes the 408
+    ErrorModel in ``handle_timeout``.
+    """
+
+    async def dispatch_request(self, request_context=None):
+        async with asyncio.timeout(self.config["LAKEKEEPER_MAX_REQUEST_TIME"]):
+            return await super().dispatch_request(request_context)
+
+
 def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Registry | None = None) -> Quart:
-    app = Quart("lakekeeper_host")
+    app = _TimeLimitedQuart("lakekeeper_host")
     app.config["MAX_CONTENT_LENGTH"] = settings.host.max_request_body_size
-    app.config["BODY_TIMEOUT"] = int(settings.host.max_request_time.total_seconds())
-    app.config["RESPONSE_TIMEOUT"] = int(settings.host.max_request_time.total_seconds())
+    max_request_seconds = settings.host.max_request_time.total_seconds()
+    app.config["LAKEKEEPER_MAX_REQUEST_TIME"] = max_request_seconds
+    app.config["BODY_TIMEOUT"] = max(1, int(max_request_seconds))
+    app.config["RESPONSE_TIMEOUT"] = max(1, int(max_request_seconds))
     app.url_map.strict_slashes = False
     registry = registry or Registry.collect(pm)
     metrics = Metrics()
@@ -112,7 +126,9 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
 
     @app.errorhandler(asyncio.TimeoutError)
     async def handle_timeout(error):
-        return error_response(CatalogError(408, "RequestTimeout", "Request took too long"))
+        return error_response(CatalogError(
+            408, "RequestTimeout", f"Request took longer than the limit of {max_request_seconds:g}s (MAX_REQUEST_TIME)"
+        ))
 
     @app.errorhandler(HTTPException)
     async def handle_http(error: HTTPException):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
+from lakekeeper_host import hookimpl
 from lakekeeper_host.app import create_app
 from lakekeeper_host.config import load_settings
 from lakekeeper_host.plugins import make_plugin_manager
+from lakekeeper_host.registry import BackendSpec
 from lakekeeper_host.testing.server import CatalogServer
 
 
@@ -96,6 +100,45 @@ async def test_body_size_limit(tmp_path):
         )
         assert response.status_code == 413
         assert (await response.get_json())["error"]["type"] == "RequestEntityTooLarge"
+
+
+class SlowContractChecker:
+    """Takes 5 s to approve a table commit: a request that outlives MAX_REQUEST_TIME."""
+
+    name = "slow"
+
+    async def check_table_updates(self, updates, metadata):
+        await asyncio.sleep(5)
+
+
+class SlowContractPlugin:
+    @hookimpl
+    def lakekeeper_contract_checkers(self):
+        async def build(config, ctx):
+            return SlowContractChecker()
+
+        return [BackendSpec(name="slow", factory=build)]
+
+
+async def test_request_time_limit_is_a_408_and_the_change_is_not_applied(tmp_path):
+    settings = load_settings({"LAKEKEEPER__DATA_DIR": str(tmp_path), "LAKEKEEPER__MAX_REQUEST_TIME": "1s"})
+    pm = make_plugin_manager(load_entrypoints=False, extra_plugins=[(SlowContractPlugin(), "slow_contracts")])
+    async with create_app(settings, pm).test_app() as test_app:
+        client = test_app.test_client()
+        prefix = (await (await client.get("/catalog/v1/config?warehouse=demo")).get_json())["defaults"]["prefix"]
+        tables = f"/catalog/v1/{prefix}/namespaces/slow/tables"
+        assert (await client.post(f"/catalog/v1/{prefix}/namespaces", json={"namespace": ["slow"]})).status_code == 200
+        schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+        assert (await client.post(tables, json={"name": "t", "schema": schema})).status_code == 200
+
+        response = await client.post(
+            f"{tables}/t", json={"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}
+        )
+        assert response.status_code == 408
+        error = (await response.get_json())["error"]
+        assert error["type"] == "RequestTimeout" and "MAX_REQUEST_TIME" in error["message"]
+        table = await (await client.get(f"{tables}/t")).get_json()
+        assert "k" not in table["metadata"]["properties"]
 
 
 async def test_maintenance_mode_rejects_writes_but_serves_reads(tmp_path):

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import textwrap
+import threading
+import time
 
+import httpx
 import pytest
+
+from lakekeeper_host.testing.server import free_port
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -88,3 +96,64 @@ def test_wait_for_db_reports_unreachable_database(tmp_path):
 def test_healthcheck_against_nothing_fails_cleanly():
     result = run_cli("healthcheck", "--url", "http://127.0.0.1:1")
     assert result.returncode == 1 and "unreachable" in result.stderr
+
+
+def test_readme_quickstart_serves_from_an_empty_directory(tmp_path):
+    """The README's first command: the `lakekeeper` console script, no configuration, an empty
+    directory. Only the ports are set, so the test cannot collide with other servers on the machine."""
+    lakekeeper = shutil.which("lakekeeper")
+    assert lakekeeper, "`pip install -e .` puts the `lakekeeper` console script on PATH"
+    port, metrics_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEKEEPER__", "ICEBERG_REST__"))}
+    env.update({"LAKEKEEPER__LISTEN_PORT": str(port), "LAKEKEEPER__METRICS__PORT": str(metrics_port)})
+    process = subprocess.Popen(
+        [lakekeeper, "serve"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, start_new_session=True,
+    )
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(process.stdout), daemon=True)
+    reader.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        health = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                health = httpx.get(base + "/health", timeout=2)
+                if health.status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        assert health is not None and health.json()["status"] == "healthy", "".join(output)
+
+        # the printed PyIceberg snippet works as pasted
+        printed = "".join(output)
+        snippet = printed.split("PyIceberg:\n", 1)[1].split("\n\n", 1)[0]
+        assert f'uri="{base}/catalog", warehouse="demo"' in snippet
+        scope: dict = {}
+        exec(textwrap.dedent(snippet), scope)  # noqa: S102 - the user's copy-paste, verbatim
+        catalog = scope["catalog"]
+        catalog.create_namespace("quickstart")
+        import pyarrow as pa
+
+        table = catalog.create_table("quickstart.hello", schema=pa.schema([("id", pa.int64())]))
+        table.append(pa.table({"id": [1, 2, 3]}))
+        assert catalog.load_table("quickstart.hello").scan().to_arrow().num_rows == 3
+        assert f"ATTACH 'demo' AS lakekeeper (TYPE iceberg, ENDPOINT '{base}/catalog'" in printed
+        assert f'build_spark_session("{base}/catalog", "demo")' in printed
+
+        # state lives under ./lakekeeper-data: the SQLite catalog and the demo warehouse's files
+        data = tmp_path / "lakekeeper-data"
+        assert (data / "catalog.sqlite").is_file()
+        assert list((data / "warehouses" / "demo").rglob("*.parquet"))
+        assert "demo" in [w["name"] for w in httpx.get(base + "/management/v1/warehouse").json()["warehouses"]]
+        # Prometheus metrics on METRICS__PORT
+        metrics = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics").text
+        assert 'lakekeeper_http_requests_total{endpoint="/health",method="GET",status="200"}' in metrics
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        returncode = process.wait(30)
+        reader.join(5)
+    assert returncode == 0, "".join(output)  # graceful shutdown on SIGTERM
