@@ -90,5 +90,8 @@ async def delete_older_than(db: Executor, cutoff_ms: int) -> int:
     return len(rows)
 
 
-async def delete_for_tabular(db: Executor, tabular_id: str) -> None:
-    await db.execute("DELETE FROM metrics_report WHERE tabular_id = :t", {"t": tabular_id})
+async def delete_for_tabulars(db: Executor, tabular_ids: list[str]) -> None:
+    """Forget the reports of deleted tables (callers chunk long lists)."""
+    if tabular_ids:
+        params = {f"t{i}": v for i, v in enumerate(tabular_ids)}
+        await db.execute(f"DELETE FROM metrics_report WHERE tabular_id IN ({', '.join(':' + k for k in params)})", params)

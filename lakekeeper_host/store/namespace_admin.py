@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lakekeeper_host.store import metrics_reports
 from lakekeeper_host.store.db import Executor, Row, now_ms
 
 _SUBTREE = (
@@ -71,6 +72,7 @@ async def delete_subtree(db: Executor, root_id: str, tabular_ids: list[str]) -> 
         chunk = tabular_ids[chunk_start : chunk_start + 500]
         params = {f"t{i}": v for i, v in enumerate(chunk)}
         await db.execute(f"DELETE FROM tabular WHERE id IN ({', '.join(':' + k for k in params)})", params)
+        await metrics_reports.delete_for_tabulars(db, chunk)
     rows = await db.fetch_all(
         _SUBTREE.replace("sub(id)", "sub(id, depth)")
         .replace("SELECT id FROM namespace WHERE id = :root", "SELECT id, 0 FROM namespace WHERE id = :root")

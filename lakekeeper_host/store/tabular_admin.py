@@ -10,6 +10,7 @@ from typing import Any
 
 from attrs import frozen
 
+from lakekeeper_host.store import metrics_reports
 from lakekeeper_host.store.db import Executor, Row, now_ms
 
 
@@ -91,7 +92,10 @@ async def hard_delete(db: Executor, tabular_id: str, *, force: bool, deleted: bo
         sql += " AND deleted_at IS NOT NULL"
     elif deleted is False:
         sql += " AND deleted_at IS NULL"
-    return info_from_row(await db.fetch_one(sql + f" RETURNING {_COLUMNS}", values))
+    dropped = info_from_row(await db.fetch_one(sql + f" RETURNING {_COLUMNS}", values))
+    if dropped is not None:
+        await metrics_reports.delete_for_tabulars(db, [tabular_id])  # they die with their table
+    return dropped
 
 
 async def live_name_taken(db: Executor, namespace_id: str, name: str) -> bool:

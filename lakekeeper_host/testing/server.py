@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -83,6 +84,29 @@ class CatalogServer:
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"lakekeeper serve not healthy after {timeout}s:\n{self.log_tail()}")
+
+    def store_url(self) -> str:
+        """The database URL of this server's store, for tests that look at rows directly."""
+        pg = self.extra_env.get("LAKEKEEPER__PG_DATABASE_URL_WRITE")
+        if pg:
+            from lakekeeper_host.store.db import _asyncpg_url
+
+            return _asyncpg_url(pg, "LAKEKEEPER__PG_DATABASE_URL_WRITE")
+        return f"sqlite+aiosqlite:///{os.path.abspath(os.path.join(self.data_dir, 'catalog.sqlite'))}"
+
+    def fetch_val(self, sql: str, values: dict | None = None):
+        """One value from this server's database (what the API does not show, e.g. cleaned-up rows)."""
+        from lakekeeper_host.store import Store
+
+        async def fetch():
+            store = Store(self.store_url())
+            await store.connect()
+            try:
+                return await store.fetch_val(sql, values or {})
+            finally:
+                await store.disconnect()
+
+        return asyncio.run(fetch())
 
     def log_tail(self, lines: int = 40) -> str:
         try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from pathlib import Path
@@ -16,7 +15,6 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from lakekeeper_host.store import Store
 from lakekeeper_host.store import idempotency as idempotency_store
-from lakekeeper_host.store.db import _asyncpg_url
 from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "s", StringType(), required=False))
@@ -27,15 +25,8 @@ def key() -> str:
     return str(uuid.uuid4())
 
 
-def store_url(server: CatalogServer) -> str:
-    pg = server.extra_env.get("LAKEKEEPER__PG_DATABASE_URL_WRITE")
-    if pg:
-        return _asyncpg_url(pg, "pg")
-    return f"sqlite+aiosqlite:///{os.path.abspath(os.path.join(server.data_dir, 'catalog.sqlite'))}"
-
-
 async def _with_store(server, work):
-    store = Store(store_url(server))
+    store = Store(server.store_url())
     await store.connect()
     try:
         return await work(store)
@@ -205,13 +196,11 @@ def test_keys_expire_after_their_lifetime(short_lived, tmp_path):
     assert again.status_code == 200 and "idempotency-replayed" not in again.headers
     assert httpx.get(f"{base}/namespaces").json()["namespaces"] == [["ns"]]
 
-    async def count(store):
-        return await store.fetch_val(
-            "SELECT COUNT(*) FROM idempotency_record WHERE warehouse_id = :w", {"w": warehouse_id}
-        )
+    def count():
+        return server.fetch_val("SELECT COUNT(*) FROM idempotency_record WHERE warehouse_id = :w", {"w": warehouse_id})
 
     # and the cleanup loop removes it after lifetime + grace period
     deadline = time.monotonic() + 30
-    while with_store(server, count) and time.monotonic() < deadline:
+    while count() and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert with_store(server, count) == 0
+    assert count() == 0
