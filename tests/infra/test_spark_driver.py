@@ -1,7 +1,9 @@
-"""Spark's driver setup in lakekeeper_host.spark: master URL and the Java it runs on.
+"""Spark's setup in lakekeeper_host.spark: where the Iceberg jars come from, the master URL, Java.
 
 The Java tests use the JDKs installed on the machine (no fake ``java``): the one that checks the
-preference for Java 17 needs a second, non-17 JDK and is skipped where there is none.
+preference for Java 17 needs a second, non-17 JDK and is skipped where there is none. The jar
+tests use the real local jars and the real network: whether Maven Central answers decides what
+``auto`` must pick when the local jars are incomplete.
 """
 
 from __future__ import annotations
@@ -92,3 +94,85 @@ def test_spark_starts_on_java_17_when_another_java_comes_first(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rows 2" in done.stdout and "java 17" in done.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# jars: local files offline, Maven packages online
+
+
+def test_offline_uses_the_local_jar_files():
+    jars = spark_setup.resolve_spark_jars("offline")
+    assert jars.packages == () and all(Path(jar).is_file() for jar in jars.jars)
+    names = [Path(jar).name for jar in jars.jars]
+    assert names[0].startswith("iceberg-spark-runtime-3.5_2.12-")
+    assert set(spark_setup.SHADED_DEPENDENCY_JARS) <= set(names)
+    assert jars.conf() == {"spark.jars": ",".join(jars.jars)}
+
+
+def test_auto_prefers_complete_local_jars_without_asking_maven(monkeypatch):
+    def no_network() -> bool:
+        raise AssertionError("auto asked Maven although the local jars are complete")
+
+    monkeypatch.setattr(spark_setup, "maven_reachable", no_network)
+    assert spark_setup.resolve_spark_jars("auto") == spark_setup.resolve_spark_jars("offline")
+
+
+def test_online_uses_maven_coordinates():
+    jars = spark_setup.resolve_spark_jars("online", s3=True)
+    assert jars.jars == ()
+    packages = f"{spark_setup.ICEBERG_RUNTIME_PACKAGE},{spark_setup.HADOOP_AWS_PACKAGE}"
+    assert jars.conf() == {"spark.jars.packages": packages}
+
+
+def test_auto_without_complete_local_jars_goes_to_maven_or_says_what_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setenv(spark_setup.JARS_DIR_ENV, str(tmp_path))  # no shaded dependency jars there
+    if spark_setup.maven_reachable():
+        assert spark_setup.resolve_spark_jars("auto").packages == (spark_setup.ICEBERG_RUNTIME_PACKAGE,)
+    else:
+        with pytest.raises(spark_setup.SparkJarsError, match="iceberg-shaded-jackson.jar.*online"):
+            spark_setup.resolve_spark_jars("auto")
+    with pytest.raises(spark_setup.SparkJarsError):
+        spark_setup.resolve_spark_jars("offline")
+    with pytest.raises(ValueError, match="auto, offline or online"):
+        spark_setup.resolve_spark_jars("sometimes")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# the snippet ``lakekeeper serve`` prints
+
+
+def printed_pyspark_snippet(server) -> str:
+    """The plain PySpark block of the connection help the embedded server printed at start."""
+    log = server.log_path.read_text()
+    block = log.split("PySpark anywhere else", 1)[1].split("\n", 1)[1].split("\nDuckDB:", 1)[0]
+    return textwrap.dedent(block)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("server", ["sqlite"], indirect=True)
+def test_the_pyspark_snippet_serve_prints_connects_to_it(server, tmp_path):
+    snippet = printed_pyspark_snippet(server)
+    assert f"'spark.sql.catalog.lakekeeper.uri', '{server.catalog_url}'" in snippet
+    # Maven Central is out of reach here: only the jar source changes, every catalog setting is the printed one
+    packages = f".config('spark.jars.packages', '{spark_setup.ICEBERG_RUNTIME_PACKAGE}')"
+    assert packages in snippet
+    local_jars = ",".join(spark_setup.resolve_spark_jars("offline").jars)
+    namespace = f"snippet_{tmp_path.name[-12:].replace('-', '_')}".lower()
+    script = snippet.replace(packages, f".config('spark.jars', {local_jars!r})") + textwrap.dedent(f"""
+        spark.sql("CREATE NAMESPACE {namespace}")
+        spark.sql("CREATE TABLE {namespace}.t (id bigint) USING iceberg")
+        spark.sql("INSERT INTO {namespace}.t VALUES (1), (2), (3)")
+        spark.stop()
+    """)
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    if java_home := spark_setup.find_java_home():
+        env["JAVA_HOME"] = java_home
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    from pyiceberg.catalog.rest import RestCatalog
+
+    catalog = RestCatalog("check", uri=server.catalog_url, warehouse="demo")
+    assert catalog.load_table((namespace, "t")).scan().to_arrow().num_rows == 3
