@@ -12,7 +12,6 @@ import json
 import subprocess
 
 import httpx
-import pytest
 
 NIL = "00000000-0000-0000-0000-000000000000"
 
@@ -30,12 +29,6 @@ def strip_headers(body: str) -> str:
     """``curl -i`` output: drop the status line and headers."""
     normalized = body.replace("\r\n", "\n")
     return normalized.split("\n\n", 1)[1] if "\n\n" in normalized else normalized
-
-
-def catalog_route_available(url: str) -> bool:
-    """The catalog API is built in parallel; until it is mounted the namespace step is skipped."""
-    probe = httpx.get(f"{url}/catalog/v1/config", params={"warehouse": "x"})
-    return probe.json().get("error", {}).get("type") != "NotFoundException"
 
 
 def test_seed_003_fluss_bootstrap_and_default_project_warehouse(make_server, tmp_path):
@@ -75,8 +68,6 @@ def test_seed_003_fluss_bootstrap_and_default_project_warehouse(make_server, tmp
     )
     assert status == 400 and json.loads(body)["error"]["type"] == "CatalogAlreadyBootstrapped"
 
-    if not catalog_route_available(host):
-        pytest.skip("catalog API not mounted yet")
     config = httpx.get(f"{host}/catalog/v1/config", params={"warehouse": "my-warehouse"})
     assert config.status_code == 200
     assert config.json()["defaults"]["prefix"] == warehouse["warehouse-id"]
@@ -123,8 +114,6 @@ def test_seed_004_doris_project_warehouses_and_namespace(make_server, tmp_path):
     status, body = curl(f"{host}/management/v1/warehouse")
     assert "lakekeeper-warehouse" not in {w["name"] for w in json.loads(body)["warehouses"]}
 
-    if not catalog_route_available(host):
-        pytest.skip("catalog API not mounted yet")
     status, body = curl(
         "-X", "POST",
         "-H", "Content-Type: application/json",

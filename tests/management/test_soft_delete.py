@@ -14,9 +14,6 @@ from pyiceberg.exceptions import NoSuchTableError
 from lakekeeper_host.testing.server import create_file_warehouse
 from tests.management.helpers import wait_for
 
-# the catalog table endpoints are built in parallel; these tests run as soon as they exist
-pytest.importorskip("lakekeeper_host.server.tables", reason="catalog table endpoints not available yet")
-
 MGMT = "/management/v1"
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"])})
 
@@ -83,16 +80,15 @@ def test_soft_delete_undrop_and_purge_after_expiry(server, http, tmp_path_factor
     restored = catalog.load_table("sales.orders")
     assert restored.scan().to_arrow().sort_by("id").equals(ROWS)
 
-    # drop again, this time with purge; expire it now instead of waiting an hour
+    # drop again, this time with purge, under a short expiration: the table really expires
+    profile = http.post(
+        f"{MGMT}/warehouse/{warehouse_id}/delete-profile",
+        json={"delete-profile": {"type": "soft", "expiration-seconds": 5}},
+    )
+    assert profile.status_code == 200, profile.text
     catalog.purge_table("sales.orders")
     assert [t["id"] for t in deleted(http, warehouse_id)] == [table_id]
-    [expiration] = [t for t in tasks_of(http, warehouse_id, "soft_deletion", table_id) if t["status"] == "SCHEDULED"]
-    run_now = http.post(
-        f"{MGMT}/warehouse/{warehouse_id}/task/control",
-        json={"task-ids": [expiration["task-id"]], "action": {"action-type": "run-now"}},
-    )
-    assert run_now.status_code == 204
-    wait_for(lambda: not files_under(location), what="purge to remove the files")
+    wait_for(lambda: not files_under(location), what="the expired table's files to be purged")
     assert deleted(http, warehouse_id) == []
     # the files go first, then the attempt is recorded
     wait_for(
