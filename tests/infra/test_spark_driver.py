@@ -176,3 +176,8 @@ def test_the_pyspark_snippet_serve_prints_connects_to_it(server, tmp_path):
 
     catalog = RestCatalog("check", uri=server.catalog_url, warehouse="demo")
     assert catalog.load_table((namespace, "t")).scan().to_arrow().num_rows == 3
+
+
+def test_readme_shows_the_snippet_serve_prints():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert spark_setup.spark_snippet("http://127.0.0.1:8181/catalog", "demo").rstrip() in readme
