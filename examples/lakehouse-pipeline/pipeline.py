@@ -53,6 +53,7 @@ FIRST_NAMES = ("Ada", "Ben", "Chloe", "Dmitri", "Elif", "Farah", "Goran", "Hana"
                "Mateo", "Nora", "Omar", "Priya", "Quentin", "Rosa", "Sven", "Tara", "Umar", "Vera", "Wei", "Yuki")
 LAST_NAMES = ("Adler", "Berg", "Costa", "Dubois", "Evans", "Fischer", "Garcia", "Hansen", "Ivanova", "Jensen",
               "Kowalski", "Lopez", "Meyer", "Novak", "Olsen", "Petrov", "Rossi", "Schmidt", "Tanaka", "Weber")
+PRODUCT_LINES = ("Classic", "Pro", "Compact", "Deluxe", "Eco")
 PRODUCT_WORDS = {"books": ("Atlas", "Handbook", "Novel", "Cookbook", "Guide"),
                  "electronics": ("Headphones", "Monitor", "Keyboard", "Speaker", "Charger"),
                  "garden": ("Hose", "Planter", "Shears", "Lantern", "Seed Kit"),
@@ -121,7 +122,7 @@ def generate_dataset(seed: int = DEFAULT_SEED, *, orders: int = 1500, customers:
         low, high = CATEGORY_PRICES[category]
         product_rows.append({
             "product_id": product_id, "sku": f"{category[:3].upper()}-{product_id:05d}",
-            "name": f"{rng.choice(('Classic', 'Pro', 'Compact', 'Deluxe', 'Eco'))} {rng.choice(PRODUCT_WORDS[category])}",
+            "name": f"{rng.choice(PRODUCT_LINES)} {rng.choice(PRODUCT_WORDS[category])}",
             "category": category, "list_price": _money(rng.uniform(low, high)),
             "updated_at": SIMULATION_START - timedelta(days=30),
         })  # fmt: skip
@@ -158,7 +159,8 @@ def generate_dataset(seed: int = DEFAULT_SEED, *, orders: int = 1500, customers:
             statuses += ["paid", "shipped", "delivered"] + (["returned"] if rng.random() < 0.04 else [])
         for status in statuses:
             if status != "placed":
-                moment += timedelta(hours=rng.uniform(0.1, 2) if status in ("paid", "cancelled") else rng.uniform(12, 60))
+                quick = status in ("paid", "cancelled")  # minutes to hours; shipping takes days
+                moment += timedelta(hours=rng.uniform(0.1, 2) if quick else rng.uniform(12, 60))
             events.append({**order, "status": status, "updated_at": moment})
 
     # deliver: each event in the batch of its time, some late (in the next batch), some twice
@@ -282,7 +284,8 @@ def connect(spark: SparkSession, catalog_uri: str = DEFAULT_CATALOG_URI, warehou
     from lakekeeper_host.spark import add_catalog
 
     add_catalog(spark, catalog_uri, warehouse, catalog_name=spark_catalog, token=token)
-    return Lakehouse(spark=spark, catalog_uri=catalog_uri, warehouse=warehouse, spark_catalog=spark_catalog, token=token)
+    return Lakehouse(spark=spark, catalog_uri=catalog_uri, warehouse=warehouse, spark_catalog=spark_catalog,
+                     token=token)
 
 
 def prepare(lake: Lakehouse) -> None:
@@ -329,7 +332,8 @@ def ingest_bronze(lake: Lakehouse, entity: Entity, batch: Batch) -> DataFrame:
     bronze = f"bronze.{entity.name}"
     add_new_columns(lake, bronze, schema)
     frame.writeTo(lake.table(bronze)).append()
-    return lake.spark.table(lake.table(bronze)).where(F.col("_batch_id") == batch.number).drop("_batch_id", "_ingested_at")
+    landed = lake.spark.table(lake.table(bronze)).where(F.col("_batch_id") == batch.number)
+    return landed.drop("_batch_id", "_ingested_at")
 
 
 def upsert_silver(lake: Lakehouse, entity: Entity, changes: DataFrame) -> None:
@@ -483,7 +487,8 @@ def collect_result(lake: Lakehouse) -> PipelineResult:
         schema = [(column.name, str(column.field_type)) for column in silver_orders.schema().fields]
         view_rows = [tuple(row) for row in lake.spark.sql(
             f"SELECT category, orders, units, revenue FROM {lake.table(GOLD_VIEW)} ORDER BY revenue DESC").collect()]
-        gold = {"spark": gold_rows_spark(lake), "pyiceberg": gold_rows_pyiceberg(lake), "duckdb": gold_rows_duckdb(lake)}
+        gold = {"spark": gold_rows_spark(lake), "pyiceberg": gold_rows_pyiceberg(lake),
+                "duckdb": gold_rows_duckdb(lake)}
         return PipelineResult(row_counts=counts, silver_orders_schema=schema,
                               silver_orders_schema_versions=len(silver_orders.metadata.schemas),
                               silver_orders_history=silver_history(lake), view_rows=view_rows,

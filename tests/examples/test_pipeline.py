@@ -15,6 +15,7 @@ import json
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -110,10 +111,9 @@ def test_dataset_has_the_feed_problems_the_pipeline_handles(pipeline):
     first, second = dataset.batches
     rows = [(row["order_id"], row["updated_at"]) for row in second.orders]
     assert len(rows) > len(set(rows)), "no duplicate events"
-    newest_in_first = {}
-    for row in first.orders:
-        newest_in_first[row["order_id"]] = max(row["updated_at"], newest_in_first.get(row["order_id"], row["updated_at"]))
-    stale = [row for row in second.orders if row["updated_at"] < newest_in_first.get(row["order_id"], row["updated_at"])]
+    newest_in_first = {order: row["updated_at"] for order, (row, _) in newest_per_key(
+        pipeline.Dataset(dataset.seed, [first]), "orders", "order_id").items()}
+    stale = [row for row in second.orders if row["updated_at"] < newest_in_first.get(row["order_id"], datetime.max)]
     assert stale, "no late event older than what the first batch already delivered"
     assert all("channel" not in row for row in first.orders) and all("channel" in row for row in second.orders)
     assert {row["customer_id"] for row in second.customers} & {row["customer_id"] for row in first.customers}, \
