@@ -8,11 +8,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pyarrow as pa
+from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
+
+from lakekeeper_host.testing.server import create_file_warehouse
 
 MGMT = "/management/v1"
 QUEUE = "table_maintenance"
@@ -96,3 +100,14 @@ def finished_attempts(details: dict[str, Any]) -> list[dict[str, Any]]:
 
 def set_warehouse_policy(http, warehouse_id: str, policy: dict[str, Any]):
     return http.post(f"{MGMT}/warehouse/{warehouse_id}/task-queue/{QUEUE}/config", json={"queue-config": policy})
+
+
+def run_now(client: httpx.Client, warehouse_id: str, table_id: str) -> str:
+    response = client.post(f"{MGMT}/warehouse/{warehouse_id}/table/{table_id}/maintenance/run")
+    assert response.status_code == 202, response.text
+    return response.json()["task-id"]
+
+
+def new_warehouse(server, tmp_path) -> tuple[str, RestCatalog]:
+    warehouse_id = create_file_warehouse(server.url, "maintained", str(tmp_path / "warehouse"))
+    return warehouse_id, RestCatalog("test", uri=server.catalog_url, warehouse="maintained")

@@ -5,29 +5,18 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from pyiceberg.catalog.rest import RestCatalog
 
-from lakekeeper_host.testing.server import create_file_warehouse, free_port
+from lakekeeper_host.testing.server import free_port
 from tests.maintenance.helpers import (
-    MGMT,
     data_file_count,
     finished_attempts,
+    new_warehouse,
+    run_now,
     small_files_table,
     sorted_rows,
     task_details,
     wait_for,
 )
-
-
-def run_now(client: httpx.Client, warehouse_id: str, table_id: str) -> str:
-    response = client.post(f"{MGMT}/warehouse/{warehouse_id}/table/{table_id}/maintenance/run")
-    assert response.status_code == 202, response.text
-    return response.json()["task-id"]
-
-
-def new_warehouse(server, tmp_path) -> tuple[str, RestCatalog]:
-    warehouse_id = create_file_warehouse(server.url, "maintained", str(tmp_path / "warehouse"))
-    return warehouse_id, RestCatalog("test", uri=server.catalog_url, warehouse="maintained")
 
 
 def test_unreachable_catalog_fails_every_attempt_and_leaves_the_table_alone(make_server, tmp_path):
@@ -76,3 +65,4 @@ def test_job_failing_mid_way_leaves_a_valid_table_and_is_retried(make_server, tm
     assert sorted_rows(table) == rows
     assert data_file_count(table) < 20  # the compaction of the first attempt was committed
     assert len(table.metadata.snapshots) > 12  # and nothing was expired
+
