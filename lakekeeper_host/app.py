@@ -134,9 +134,16 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
     async def handle_http(error: HTTPException):
         names = {404: "NotFoundException", 405: "MethodNotAllowed", 408: "RequestTimeout"}
         message = error.description or error.name
+        headers = {}
+        allowed = sorted(getattr(error, "valid_methods", None) or ())
         if error.code == 404:
             message = f"No route for {request.method} {request.path}"
-        return error_response(CatalogError(error.code or 500, names.get(error.code, error.name.replace(" ", "")), message))
+        elif error.code == 405 and allowed:
+            # RFC 9110: a 405 names the methods the resource does support
+            message = f"Method {request.method} is not allowed for {request.path}; allowed: {', '.join(allowed)}"
+            headers["Allow"] = ", ".join(allowed)
+        type_ = names.get(error.code, error.name.replace(" ", ""))
+        return error_response(CatalogError(error.code or 500, type_, message, headers=headers))
 
     @app.errorhandler(Exception)
     async def handle_unexpected(error: Exception):

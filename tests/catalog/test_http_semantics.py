@@ -1,0 +1,111 @@
+"""HTTP semantics of the catalog routes (issue 4): HEAD answers existence without a body, OPTIONS and
+405 name the allowed methods, and an unknown update or requirement type is a 400 that names it --
+for single-table commits, multi-table transactions and views -- changing nothing.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.catalog.helpers import SCHEMA, error
+
+VIEW_VERSION = {
+    "version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {"operation": "create"},
+    "default-namespace": ["ns"], "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
+}
+
+
+def head(rest, path: str) -> httpx.Response:
+    response = rest.http.head(path)
+    assert response.content == b"", f"HEAD {path} sent a body"
+    return response
+
+
+def test_head_answers_existence_without_a_body(rest, server, warehouse):
+    assert rest.create_namespace("ns").status_code == 200
+    assert rest.create_table("ns", "t").status_code == 200
+    view = {"name": "v", "schema": SCHEMA, "view-version": VIEW_VERSION}
+    assert rest.http.post("/namespaces/ns/views", json=view).status_code == 200
+
+    assert head(rest, "/namespaces/ns").status_code == 204
+    assert head(rest, "/namespaces/ns/tables/t").status_code == 204
+    assert head(rest, "/namespaces/ns/views/v").status_code == 204
+    for missing in (
+        "/namespaces/nope",
+        "/namespaces/ns/tables/nope",
+        "/namespaces/nope/tables/t",  # in a missing namespace
+        "/namespaces/ns/tables/v",  # a view is not a table
+        "/namespaces/ns/views/t",  # and a table is not a view
+        "/namespaces/ns/views/nope",
+    ):
+        assert head(rest, missing).status_code == 404, missing
+
+    # HEAD on a GET route is the GET without its body: same status and headers
+    for path in ("/namespaces", "/namespaces/ns/tables", "/namespaces/ns/views"):
+        got, headed = rest.http.get(path), head(rest, path)
+        assert headed.status_code == got.status_code == 200
+        assert headed.headers["content-type"] == got.headers["content-type"]
+        assert int(headed.headers["content-length"]) == len(got.content)
+    config = httpx.head(f"{server.url}/catalog/v1/config", params={"warehouse": warehouse["name"]})
+    assert config.status_code == 200 and config.content == b""
+
+
+def test_options_and_405_name_the_allowed_methods(rest, server):
+    rest.create_namespace("ns")
+    rest.create_table("ns", "t")
+
+    def allowed(response: httpx.Response) -> set[str]:
+        return {m.strip() for m in response.headers["allow"].split(",")}
+
+    table = rest.http.options("/namespaces/ns/tables/t")
+    assert table.status_code in (200, 204)
+    assert allowed(table) >= {"GET", "HEAD", "POST", "DELETE"} and "PUT" not in allowed(table)
+    config = httpx.options(f"{server.url}/catalog/v1/config")
+    assert allowed(config) >= {"GET", "HEAD"} and "POST" not in allowed(config)
+    assert allowed(rest.http.options("/transactions/commit")) >= {"POST"}
+
+    # a method the route does not serve: 405 in the Iceberg error model, with Allow
+    wrong = rest.http.put("/namespaces/ns/tables/t", json={})
+    assert wrong.status_code == 405
+    assert error(wrong)["type"] == "MethodNotAllowed"
+    assert "PUT" in error(wrong)["message"]
+    assert allowed(wrong) >= {"GET", "HEAD", "POST", "DELETE"} and "PUT" not in allowed(wrong)
+    # and an unknown route is a 404 in the error model for OPTIONS as for anything else
+    unknown = rest.http.options("/no-such-route")
+    assert unknown.status_code == 404 and error(unknown)["type"] == "NotFoundException"
+
+
+def test_unknown_update_and_requirement_types_are_400_naming_them(rest):
+    rest.create_namespace("ns")
+    rest.create_table("ns", "t")
+    before = rest.load("ns", "t").json()["metadata-location"]
+    good = {"action": "set-properties", "updates": {"k": "v"}}
+
+    cases = [
+        ([good, {"action": "frobnicate-table"}], [], "frobnicate-table"),
+        ([good], [{"type": "assert-frobnicated"}], "assert-frobnicated"),
+    ]
+    for updates, requirements, name in cases:
+        single = rest.commit("ns", "t", updates, requirements)
+        assert single.status_code == 400, single.text
+        assert name in error(single)["message"]
+        change = {"identifier": {"namespace": ["ns"], "name": "t"}, "updates": updates, "requirements": requirements}
+        multi = rest.transaction([change])
+        assert multi.status_code == 400, multi.text
+        assert name in error(multi)["message"]
+    # an update without an action says so too
+    nameless = rest.commit("ns", "t", [{"updates": {"k": "v"}}])
+    assert nameless.status_code == 400 and "action" in error(nameless)["message"]
+    # nothing was applied: not even the good update next to the bad one
+    after = rest.load("ns", "t").json()
+    assert after["metadata-location"] == before and "k" not in after["metadata"]["properties"]
+
+    # views answer the same way
+    view = {"name": "v", "schema": SCHEMA, "view-version": VIEW_VERSION}
+    assert rest.http.post("/namespaces/ns/views", json=view).status_code == 200
+    for body, name in (
+        ({"updates": [{"action": "frobnicate-view"}]}, "frobnicate-view"),
+        ({"requirements": [{"type": "assert-view-frob"}], "updates": []}, "assert-view-frob"),
+    ):
+        response = rest.http.post("/namespaces/ns/views/v", json=body)
+        assert response.status_code == 400 and name in error(response)["message"], response.text
