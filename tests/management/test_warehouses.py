@@ -82,6 +82,18 @@ def test_protected_warehouse_needs_force(http, warehouse):
     assert http.get(f"{MGMT}/warehouse/{wid}").status_code == 404
 
 
+def test_warehouse_with_namespaces_is_not_deleted_even_with_force(http, server, warehouse):
+    wid = warehouse["id"]
+    created = http.post(f"{server.url}/catalog/v1/{wid}/namespaces", json={"namespace": ["still_here"]})
+    assert created.status_code == 200, created.text
+    for params in ({}, {"force": "true"}):
+        refused = http.delete(f"{MGMT}/warehouse/{wid}", params=params)
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["type"] == "WarehouseNotEmpty"
+    assert http.delete(f"{server.url}/catalog/v1/{wid}/namespaces/still_here").status_code == 204
+    assert http.delete(f"{MGMT}/warehouse/{wid}").status_code == 204
+
+
 def test_builtin_queues_are_not_user_schedulable(http, warehouse):
     wid = warehouse["id"]
     schedule = http.post(
