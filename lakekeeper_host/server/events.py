@@ -14,7 +14,7 @@ and the extension attributes ``tabular-type``, ``tabular-id``, ``warehouse-id``,
 
 Type names of tabular events are Lakekeeper's (``createTable``, ``updateTable``, ...).
 Lakekeeper emits no CloudEvents for namespaces and warehouses; ours (``createNamespace``,
-``dropNamespace``, ``updateNamespaceProperties``, ``createWarehouse``, ``deleteWarehouse``...)
+``dropNamespace``, ``updateNamespaceProperties``, ``moveNamespace``, ``createWarehouse``, ``deleteWarehouse``...)
 follow the same naming and carry ``namespace-id`` / ``project-id`` instead of the tabular ones.
 """
 
@@ -45,6 +45,7 @@ UNDROP_TABULARS = "undropTabulars"
 CREATE_NAMESPACE = "createNamespace"
 DROP_NAMESPACE = "dropNamespace"
 UPDATE_NAMESPACE_PROPERTIES = "updateNamespaceProperties"
+MOVE_NAMESPACE = "moveNamespace"
 CREATE_WAREHOUSE = "createWarehouse"
 DELETE_WAREHOUSE = "deleteWarehouse"
 RENAME_WAREHOUSE = "renameWarehouse"
@@ -313,6 +314,14 @@ def namespace_properties_updated(
     return _namespace_event(
         state, meta, UPDATE_NAMESPACE_PROPERTIES, warehouse, _parts(namespace), namespace_id, data, prefix
     )
+
+
+def namespace_moved(state, meta, warehouse, source, namespace_id, destination, *, prefix=None):
+    """``moveNamespace`` (move or rename); ``namespace``/``name`` are the SOURCE path, as for
+    ``renameTable``, and ``data`` is ``{"source": [...], "destination": [...]}``."""
+    parts = _parts(source)
+    data = {"source": parts, "destination": _parts(destination)}
+    return _namespace_event(state, meta, MOVE_NAMESPACE, warehouse, parts, namespace_id, data, prefix)
 
 
 def _parts(namespace: str | Sequence[str]) -> list[str]:

@@ -24,6 +24,7 @@ import uuid
 from typing import Any
 
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, namespace_not_empty, not_found
+from lakekeeper_host.server import events
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import namespace_admin as ns_store
 from lakekeeper_host.store import tasks as task_store
@@ -208,6 +209,7 @@ async def move_namespace(
                 )
             parent_id = parent["id"]
         await ns_store.move_namespace(tx, namespace_id, name=name, name_key=key, parent_id=parent_id)
+    events.namespace_moved(state, meta, warehouse, current, namespace_id, target, prefix=warehouse.id)
     return _move_result(target, namespace_id, parent_id)
 
 

@@ -1,0 +1,91 @@
+"""Contract checkers are consulted on every kind of change they can veto: table commits, view
+commits, drops and renames of tables and views. A veto is a 409 with the checker's message, the
+object stays as it was, and no event is published for it.
+
+The checker is the test-only ``deny-all`` plugin (tests/plugins/deny_all_contracts.py, Lakekeeper's
+DenyAllChecker), installed into the server as an entry-point plugin.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
+
+from tests.events.support import NatsCollector, start_server
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def deny_all_env(tmp_path) -> dict[str, str]:
+    dist = tmp_path / "lk_deny_all-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lk-deny-all\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[lakekeeper]\ndeny_all = tests.plugins.deny_all_contracts\n")
+    paths = [str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")]
+    return {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+def test_every_vetoed_change_is_a_409_changes_nothing_and_emits_nothing(nats_server, deny_all_env, tmp_path):
+    topic = f"contracts.{uuid.uuid4().hex[:8]}"
+    env = {**deny_all_env, "LAKEKEEPER__NATS_ADDRESS": nats_server.url, "LAKEKEEPER__NATS_TOPIC": topic}
+    server = start_server(env, "sqlite")
+    try:
+        plugins = httpx.get(server.url + "/management/v1/plugins").json()["plugins"]
+        assert "contract-checker:deny-all" in [c for p in plugins for c in p["provides"]]
+        http = httpx.Client(base_url=server.url, timeout=60)
+        with NatsCollector(nats_server.url, topic) as nats:
+            created = http.post("/management/v1/warehouse", json={
+                "warehouse-name": "guarded", "storage-profile": {"type": "file", "root": str(tmp_path / "wh")},
+            })
+            assert created.status_code == 201, created.text
+            prefix = f"/catalog/v1/{created.json()['warehouse-id']}"
+            catalog = RestCatalog("contracts", uri=server.catalog_url, warehouse="guarded")
+            catalog.create_namespace("ops")
+            table = catalog.create_table("ops.t", schema=pa.schema([("id", pa.int64())]))
+            view = catalog.create_view("ops.v", Schema(NestedField(1, "id", LongType())), ViewVersion(
+                version_id=1, schema_id=0, timestamp_ms=1_700_000_000_000, summary={"engine-name": "test"},
+                representations=[SQLViewRepresentation(type="sql", sql="SELECT 1 AS id", dialect="spark")],
+                default_namespace=["ops"],
+            ))
+            set_comment = [{"action": "set-properties", "updates": {"comment": "changed"}}]
+            vetoed = {
+                "table commit": http.post(f"{prefix}/namespaces/ops/tables/t", json={"requirements": [], "updates": set_comment}),
+                "view commit": http.post(f"{prefix}/namespaces/ops/views/v", json={"requirements": [], "updates": set_comment}),
+                "table rename": http.post(f"{prefix}/tables/rename", json={
+                    "source": {"namespace": ["ops"], "name": "t"}, "destination": {"namespace": ["ops"], "name": "t2"}}),
+                "view rename": http.post(f"{prefix}/views/rename", json={
+                    "source": {"namespace": ["ops"], "name": "v"}, "destination": {"namespace": ["ops"], "name": "v2"}}),
+                "table drop": http.delete(f"{prefix}/namespaces/ops/tables/t"),
+                "view drop": http.delete(f"{prefix}/namespaces/ops/views/v"),
+            }
+            for what, response in vetoed.items():
+                assert response.status_code == 409, (what, response.text)
+                error = response.json()["error"]
+                assert error["type"] == "ContractViolation" and error["message"].startswith("deny-all checker blocks"), what
+
+            # everything is as it was
+            assert catalog.list_tables("ops") == [("ops", "t")] and catalog.list_views("ops") == [("ops", "v")]
+            reloaded = catalog.load_table("ops.t")
+            assert reloaded.metadata_location == table.metadata_location and "comment" not in reloaded.properties
+            assert "comment" not in catalog.load_view("ops.v").properties
+            assert catalog.load_view("ops.v").metadata.view_uuid == view.metadata.view_uuid
+
+            received = nats.wait_for(lambda ev: len(ev) >= 4)
+            # a change that is allowed afterwards still publishes: nothing was stuck in the queue
+            catalog.create_namespace("after")
+            received = nats.wait_for(lambda ev: any(e["type"] == "createNamespace" and e["name"] == "after" for e in ev))
+        assert [e["type"] for e in received] == [
+            "createWarehouse", "createNamespace", "createTable", "createView", "createNamespace"
+        ]
+    finally:
+        server.close()
