@@ -38,7 +38,7 @@ from attrs import field, frozen, validators
 from pydantic import ValidationError
 
 from pyiceberg.catalog.rest.scan_planning import PlanTableScanRequest
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, BoundNotStartsWith, BoundStartsWith, Not, Or
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO, InputFile, OutputFile
 from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
@@ -51,6 +51,7 @@ from pyiceberg.types import (
     DateType,
     DecimalType,
     IcebergType,
+    StringType,
     TimestampType,
     TimestamptzType,
     TimeType,
@@ -173,13 +174,17 @@ def parse_plan_request(body: Any, metadata: TableMetadata) -> PlanRequest:
     """Parse and check a plan request; every problem is a 400 that says what is wrong."""
     if not isinstance(body, dict):
         raise illegal_argument("Request body must be a JSON object")
+    # pyiceberg's parser reports a malformed filter in Python terms, or fills in what is missing
+    # (an "in" without "values" matches nothing): check the shape first and say what is wrong in JSON terms
+    problem = _filter_problem(body.get("filter"))
+    if problem is not None:
+        raise illegal_argument(f"Invalid filter: {problem}")
     try:
         request = PlanTableScanRequest.model_validate(body)
     except ValidationError as exc:
         raise illegal_argument(f"Invalid scan plan request: {_pydantic_message(exc)}") from None
     except (TypeError, ValueError) as exc:
-        # pyiceberg's expression parser raises these for an unknown expression ``type``
-        raise illegal_argument(f"Invalid filter: {_filter_problem(body.get('filter'), exc)}") from None
+        raise illegal_argument(f"Invalid filter: {exc}") from None
 
     # ------------------------------------------------ snapshot
     if request.start_snapshot_id is not None:
@@ -208,9 +213,10 @@ def parse_plan_request(body: Any, metadata: TableMetadata) -> PlanRequest:
     # ------------------------------------------------ filter and projection
     row_filter = request.filter if request.filter is not None else AlwaysTrue()
     try:
-        bind(schema, row_filter, request.case_sensitive)
+        bound = bind(schema, row_filter, request.case_sensitive)
     except (ValueError, TypeError) as exc:
         raise illegal_argument(f"Invalid filter: {exc}") from None
+    _check_prefix_predicates(bound)
     selected = tuple(request.select) if request.select else None
     if selected and "*" not in selected:
         try:
@@ -252,16 +258,22 @@ def _pydantic_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _filter_problem(raw: Any, exc: Exception) -> str:
-    types = _expression_types(raw)
-    known = {
-        "true", "false", "and", "or", "not", "eq", "not-eq", "lt", "lt-eq", "gt", "gt-eq", "in", "not-in",
-        "is-null", "not-null", "is-nan", "not-nan", "starts-with", "not-starts-with",
-    }
-    unknown = sorted(t for t in types if t not in known)
+# the spec's expression types and the fields each one needs
+_EXPRESSION_FIELDS: dict[str, tuple[str, ...]] = {
+    "true": (), "false": (),
+    "and": ("left", "right"), "or": ("left", "right"), "not": ("child",),
+    **{t: ("term",) for t in ("is-null", "not-null", "is-nan", "not-nan")},
+    **{t: ("term", "value") for t in ("eq", "not-eq", "lt", "lt-eq", "gt", "gt-eq", "starts-with", "not-starts-with")},
+    **{t: ("term", "values") for t in ("in", "not-in")},
+}
+
+
+def _filter_problem(raw: Any) -> str | None:
+    """What is wrong with a filter pyiceberg could not parse, in the request's terms (or None)."""
+    unknown = sorted(t for t in _expression_types(raw) if t not in _EXPRESSION_FIELDS)
     if unknown:
         return f"unknown expression type(s) {', '.join(map(repr, unknown))}"
-    return str(exc)
+    return _shape_problem(raw, "filter")
 
 
 def _expression_types(raw: Any) -> set[str]:
@@ -272,6 +284,43 @@ def _expression_types(raw: Any) -> set[str]:
         for key in ("left", "right", "child"):
             found |= _expression_types(raw.get(key))
     return found
+
+
+def _shape_problem(raw: Any, path: str) -> str | None:
+    if isinstance(raw, bool) or raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        return f"{path} must be an expression object with a 'type', got {raw!r}"
+    kind = raw["type"]
+    for name in _EXPRESSION_FIELDS[kind]:
+        if name not in raw:
+            return f"{kind!r} at {path} needs {name!r}"
+    for name in ("left", "right", "child"):
+        if name in _EXPRESSION_FIELDS[kind]:
+            problem = _shape_problem(raw[name], f"{path}.{name}")
+            if problem is not None:
+                return problem
+    if "term" in _EXPRESSION_FIELDS[kind] and not isinstance(raw["term"], str):
+        return f"{path}.term must be a column name; transform terms are not supported, got {raw['term']!r}"
+    if "values" in _EXPRESSION_FIELDS[kind] and not isinstance(raw["values"], list):
+        return f"{path}.values must be a list, got {raw['values']!r}"
+    return None
+
+
+def _check_prefix_predicates(expression: BooleanExpression) -> None:
+    """starts-with compares strings: on another column type it is a bad request, not a planner crash."""
+    if isinstance(expression, (And, Or)):
+        _check_prefix_predicates(expression.left)
+        _check_prefix_predicates(expression.right)
+    elif isinstance(expression, Not):
+        _check_prefix_predicates(expression.child)
+    elif isinstance(expression, (BoundStartsWith, BoundNotStartsWith)):
+        field = expression.term.ref().field
+        if not isinstance(field.field_type, StringType):
+            raise illegal_argument(
+                f"Invalid filter: {'starts-with' if isinstance(expression, BoundStartsWith) else 'not-starts-with'} "
+                f"needs a string column, {field.name!r} is {field.field_type}"
+            )
 
 
 def _is_ancestor(metadata: TableMetadata, ancestor_id: int, snapshot: Snapshot | None) -> bool:

@@ -81,18 +81,42 @@ def test_bad_plan_requests_are_clear_400s(catalog, http, prefix_url):
     table = catalog.create_table("ns.t", SCHEMA, partition_spec=SPEC)
     append_batches(table, 1)
     url = f"{prefix_url}/namespaces/ns/tables/t/plan"
+    eq_id = {"type": "eq", "term": "id", "value": 1}
     cases = [
-        ({"filter": {"type": "eq", "term": "nope", "value": 1}}, "Invalid filter"),
+        ({"filter": {"type": "eq", "term": "nope", "value": 1}}, "Invalid filter: Could not find field with name nope"),
         ({"filter": {"type": "between", "term": "id", "value": 1}}, "unknown expression type(s) 'between'"),
+        ({"filter": {"type": "not", "child": {"type": "bogus"}}}, "unknown expression type(s) 'bogus'"),
+        # malformed expressions are named by their place in the request
+        ({"filter": {"type": "eq", "term": "id"}}, "Invalid filter: 'eq' at filter needs 'value'"),
+        ({"filter": {"type": "gt", "value": 3}}, "Invalid filter: 'gt' at filter needs 'term'"),
+        ({"filter": {"type": "and", "left": eq_id}}, "Invalid filter: 'and' at filter needs 'right'"),
+        ({"filter": {"type": "or", "left": eq_id, "right": {"type": "in", "term": "id"}}},
+         "Invalid filter: 'in' at filter.right needs 'values'"),
+        ({"filter": {"type": "not-in", "term": "id", "values": 5}}, "filter.values must be a list"),
+        ({"filter": "id = 1"}, "filter must be an expression object with a 'type', got 'id = 1'"),
+        ({"filter": {"type": "eq", "term": {"type": "transform", "transform": "bucket[4]", "term": "id"}, "value": 1}},
+         "filter.term must be a column name; transform terms are not supported"),
+        # well-formed but wrong for this table
+        ({"filter": {"type": "eq", "term": "id", "value": "abc"}}, "Invalid filter: Could not convert abc into a long"),
+        ({"filter": {"type": "starts-with", "term": "id", "value": "1"}},
+         "Invalid filter: starts-with needs a string column, 'id' is long"),
+        ({"filter": {"type": "eq", "term": "ID", "value": 1}}, "Could not find field with name ID, case_sensitive=True"),
         ({"select": ["id", "missing"]}, "Invalid select"),
+        ({"select": "id"}, "Invalid scan plan request: Input should be a valid list at select"),
+        ({"stats-fields": ["zz"]}, "Invalid stats-fields: cannot find field 'zz'"),
         ({"snapshot-id": 12345}, "Cannot find snapshot with ID 12345"),
         ({"start-snapshot-id": table.metadata.current_snapshot_id}, "end-snapshot-id is required"),
     ]
     for body, message in cases:
         response = http.post(url, json=body)
-        assert response.status_code == 400, response.text
+        assert response.status_code == 400, (body, response.text)
         error = response.json()["error"]
-        assert error["type"] == "IllegalArgumentException" and message in error["message"], error
+        assert error["type"] == "IllegalArgumentException" and message in error["message"], (body, error)
+    # the same filters that are refused above work when they are right
+    assert http.post(url, json={"filter": {"type": "eq", "term": "ID", "value": 1}, "case-sensitive": False}).status_code == 200
+    assert http.post(url, json={"filter": {"type": "starts-with", "term": "cat", "value": "a"}}).json()["status"] == "completed"
+    no_task = http.post(f"{prefix_url}/namespaces/ns/tables/t/tasks", json={})
+    assert no_task.status_code == 400 and "plan-task" in no_task.json()["error"]["message"]
     # a missing table, plan and plan task are 404s of the right kind
     missing = http.post(f"{prefix_url}/namespaces/ns/tables/nope/plan", json={})
     assert (missing.status_code, missing.json()["error"]["type"]) == (404, "NoSuchTableException")
