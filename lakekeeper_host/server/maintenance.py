@@ -6,8 +6,9 @@
 * Scheduling: while any table of a warehouse has maintenance enabled, a planner task (entity: the
   warehouse) runs every ``LAKEKEEPER__TABLE_MAINTENANCE__PLANNING_INTERVAL`` and schedules a task
   for each enabled table that has none. A table task reschedules itself ``interval`` after each
-  successful run while its policy stays enabled; manual runs (``.../maintenance/run``) use the
-  same task.
+  successful run while its policy stays enabled. Policy changes run the planner at once, which
+  also cancels the scheduled periodic runs of tables that are now disabled. Manual runs
+  (``.../maintenance/run``) use the same task, flagged to run whatever the policy says.
 * Execution: each table task runs ``python -m lakekeeper_host.spark_maintenance`` as a separate
   process (the Spark driver), which reaches this catalog like any client. The server only awaits
   the process, so its event loop never blocks; the heartbeat keeps running meanwhile. A failed
@@ -150,18 +151,25 @@ async def effective_policy(state: AppState, project_id: str, warehouse_id: str, 
 
 
 async def plan_warehouse(state: AppState, task: TaskRow) -> str | Reschedule:
-    """Schedule a task for every enabled table without one; run again while anything is enabled."""
+    """Schedule a task for every enabled table without one, cancel the periodic runs of disabled
+    tables (manual runs stay); run again while anything is enabled."""
     warehouse = await warehouse_store.get_warehouse(state.store, task.entity_id or "")
     if warehouse is None:
         return "Warehouse no longer exists; planning stopped"
     base = await warehouse_policy_layer(state, warehouse.project_id, warehouse.id)
     overrides = await maintenance_store.list_overrides(state.store, warehouse.id)
-    if not parse_policy(base).enabled and not any(parse_policy(base, o).enabled for o in overrides.values()):
-        return "Maintenance is disabled for every table; planning stopped"
+    active = await maintenance_store.active_table_tasks(state.store, warehouse.id, TABLE_MAINTENANCE)
+    cancelled = 0
+    for table_id, table_task in active.items():
+        if table_task.status == "scheduled" and not table_task.payload.get(MANUAL_RUN):
+            if not parse_policy(base, overrides.get(table_id, {})).enabled:
+                async with state.store.transaction() as tx:
+                    cancelled += await task_store.cancel_task(tx, table_task.id, "Maintenance disabled by policy")
+    if not _any_enabled(base, overrides):
+        return f"Maintenance is disabled for every table; cancelled {cancelled} scheduled run(s); planning stopped"
     next_planning = now_ms() + _ms(maintenance_config(state).planning_interval)
     if not warehouse.is_active:
         return Reschedule(next_planning, "Warehouse is inactive; nothing scheduled")
-    active = await maintenance_store.entities_with_active_tasks(state.store, warehouse.id, TABLE_MAINTENANCE)
     last_runs = await maintenance_store.last_finished(state.store, warehouse.id, TABLE_MAINTENANCE)
     scheduled = 0
     for table in await maintenance_store.list_live_tables(state.store, warehouse.id):
@@ -177,7 +185,11 @@ async def plan_warehouse(state: AppState, task: TaskRow) -> str | Reschedule:
                 entity_type="table", entity_id=table.id, entity_name=name, scheduled_for=due,
             )  # fmt: skip
         scheduled += created is not None
-    return Reschedule(next_planning, f"Scheduled maintenance of {scheduled} table(s)")
+    return Reschedule(next_planning, f"Scheduled maintenance of {scheduled} table(s), cancelled {cancelled}")
+
+
+def _any_enabled(base: dict[str, Any], overrides: dict[str, dict[str, Any]]) -> bool:
+    return parse_policy(base).enabled or any(parse_policy(base, override).enabled for override in overrides.values())
 
 
 async def maintain_table(ctx: TaskContext, task: TaskRow) -> str | Reschedule:
@@ -299,7 +311,9 @@ async def ensure_planners(state: AppState) -> None:
         return
     for project_id, warehouse_id in await maintenance_store.warehouses_to_plan(state.store, TABLE_MAINTENANCE):
         warehouse = await warehouse_store.get_warehouse(state.store, warehouse_id)
-        if warehouse is not None:
+        base = await warehouse_policy_layer(state, project_id, warehouse_id)
+        overrides = await maintenance_store.list_overrides(state.store, warehouse_id)
+        if warehouse is not None and _any_enabled(base, overrides):
             await ensure_planner(state, project_id, warehouse_id, warehouse.name)
 
 
@@ -345,9 +359,8 @@ async def set_table_policy(state: AppState, meta: Any, warehouse_id: str, table_
     parse_policy(body)
     async with state.store.transaction() as tx:
         await maintenance_store.set_override(tx, warehouse.id, table.id, body)
-    policy = await effective_policy(state, warehouse.project_id, warehouse.id, table.id)
-    if policy.enabled:
-        await ensure_planner(state, warehouse.project_id, warehouse.id, warehouse.name)
+    # the planner schedules the table now, or cancels its periodic run when this disabled it
+    await ensure_planner(state, warehouse.project_id, warehouse.id, warehouse.name)
     return await _table_policy_json(state, warehouse.project_id, warehouse.id, table.id)
 
 
@@ -357,6 +370,7 @@ async def delete_table_policy(state: AppState, meta: Any, warehouse_id: str, tab
     table = await _require_table(state, warehouse.id, table_id)
     async with state.store.transaction() as tx:
         await maintenance_store.delete_override(tx, table.id)
+    await ensure_planner(state, warehouse.project_id, warehouse.id, warehouse.name)
 
 
 def parse_run_request(body: Any) -> list[str] | None:

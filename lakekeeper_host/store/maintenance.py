@@ -11,6 +11,7 @@ from typing import Any
 from attrs import frozen
 
 from lakekeeper_host.store.db import Executor, dumps, loads, now_ms
+from lakekeeper_host.store.tasks import TaskRow, task_from_row
 
 
 @frozen
@@ -68,11 +69,14 @@ async def list_live_tables(db: Executor, warehouse_id: str) -> list[LiveTable]:
     return [LiveTable(row["id"], row["namespace_id"], row["name"]) for row in rows]
 
 
-async def entities_with_active_tasks(db: Executor, warehouse_id: str, queue_name: str) -> set[str]:
+async def active_table_tasks(db: Executor, warehouse_id: str, queue_name: str) -> dict[str, TaskRow]:
+    """The active task of each table on the queue, by table id."""
     rows = await db.fetch_all(
-        "SELECT entity_id FROM task WHERE warehouse_id = :w AND queue_name = :q", {"w": warehouse_id, "q": queue_name}
+        "SELECT * FROM task WHERE warehouse_id = :w AND queue_name = :q AND entity_type = 'table'",
+        {"w": warehouse_id, "q": queue_name},
     )
-    return {row["entity_id"] for row in rows}
+    tasks = [task_from_row(row) for row in rows]
+    return {task.entity_id: task for task in tasks if task is not None and task.entity_id}
 
 
 async def last_finished(db: Executor, warehouse_id: str, queue_name: str) -> dict[str, int]:

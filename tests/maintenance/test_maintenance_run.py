@@ -73,6 +73,12 @@ def test_scheduled_maintenance_compacts_expires_and_logs_the_figures(http, wareh
     # the table task stays, scheduled for the next interval
     assert details["status"] == "SCHEDULED"
     assert details["scheduled-for"] > time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() + 23 * 3600))
+    # disabling the policy (above) cancelled that periodic run, and planning stopped: nothing is left active
+    cancelled = wait_for(lambda: (d := task_details(http, wid, task_id))["status"] == "CANCELLED" and d,
+                         timeout=60, what="the periodic run to be cancelled")  # fmt: skip
+    assert cancelled["message"] == "Maintenance disabled by policy"
+    active = http.post(f"{MGMT}/warehouse/{wid}/task/list", json={"status": ["SCHEDULED", "RUNNING"]}).json()
+    assert active["tasks"] == []
 
 
 def test_cli_maintains_a_table_through_the_server_with_its_override(http, server, warehouse, catalog):
