@@ -30,6 +30,8 @@ def test_merge_delete_update(spark, spark_catalog, catalog, rows, format_version
         f"'write.update.mode' = '{mode}', 'write.merge.mode' = '{mode}')"
     )
     spark.sql(f"INSERT INTO {t} VALUES (1, 'ana', 100), (2, 'bo', 200), (3, 'cy', 300), (4, 'di', 400)")
+    lineage = "SELECT id, _row_id FROM {t}".format(t=t)
+    row_ids = dict(rows(lineage)) if format_version == 3 else {}
 
     changes = "VALUES (2, 'bo', 250, 'upsert'), (3, 'cy', 0, 'close'), (5, 'ed', 500, 'upsert') AS ch(id, owner, balance, op)"
     spark.sql(
@@ -39,6 +41,10 @@ def test_merge_delete_update(spark, spark_catalog, catalog, rows, format_version
         "WHEN NOT MATCHED THEN INSERT (id, owner, balance) VALUES (source.id, source.owner, source.balance)"
     )
     assert rows(f"SELECT * FROM {t}") == [(1, "ana", 100), (2, "bo", 250), (4, "di", 400), (5, "ed", 500)]
+    if format_version == 3:  # v3 row lineage: new rows get fresh ids, updated rows keep theirs
+        assert sorted(row_ids.values()) == [0, 1, 2, 3]
+        row_ids[5] = dict(rows(lineage))[5]
+        assert row_ids[5] >= 4
 
     spark.sql(f"DELETE FROM {t} WHERE owner = 'di'")
     assert rows(f"SELECT id FROM {t}") == [(1,), (2,), (5,)]
@@ -69,5 +75,11 @@ def test_merge_delete_update(spark, spark_catalog, catalog, rows, format_version
             {"id": 2, "owner": "bo", "balance": 250},
             {"id": 5, "owner": "ed", "balance": 501},
         ]
-    else:  # v3 assigns row lineage: the next row id moved past every row written
-        assert table.metadata.next_row_id >= 5
+    else:
+        assert dict(rows(lineage)) == {i: row_ids[i] for i in (1, 2, 5)}
+        # the catalog advanced next-row-id by every snapshot's added rows, in commit order
+        assert [s.first_row_id for s in table.snapshots()][0] == 0
+        for before, after in zip(table.snapshots(), table.snapshots()[1:]):
+            assert after.first_row_id == before.first_row_id + before.added_rows
+        last = table.snapshots()[-1]
+        assert table.metadata.next_row_id == last.first_row_id + last.added_rows
