@@ -104,6 +104,20 @@ def s3_server(request, seaweed) -> Iterator[CatalogServer]:
             server.close()
 
 
+@pytest.fixture(scope="session")
+def spark():
+    """The run's one SparkSession (Iceberg + s3a jars); the same JVM as the host tests' ``spark``."""
+    import shutil
+
+    if shutil.which("java") is None:
+        pytest.skip("java (17) is not installed: apt-get install openjdk-17-jre-headless")
+    from lakekeeper_host.spark import shared_session
+
+    session = shared_session()
+    yield session
+    session.stop()
+
+
 class _nothing:
     def __enter__(self):
         return None

@@ -86,6 +86,8 @@ def test_pyiceberg_with_vended_credentials(s3_server, seaweed, s3_warehouse):
     assert error_code(vended.get_object, Bucket=BUCKET, Key=key_of(sibling.metadata_location)) == "AccessDenied"
     assert error_code(vended.put_object, Bucket=BUCKET, Key=f"{other}/data/x", Body=b"x") == "AccessDenied"
     assert error_code(vended.put_object, Bucket=BUCKET, Key="root-object", Body=b"x") == "AccessDenied"
+    assert error_code(vended.list_objects_v2, Bucket=BUCKET) == "AccessDenied"  # the bucket root
+    assert error_code(vended.list_objects_v2, Bucket=BUCKET, Prefix=own.rsplit("/", 1)[0] + "/") == "AccessDenied"
 
 
 def test_pyiceberg_with_remote_signing(s3_server, seaweed, s3_warehouse):
@@ -160,3 +162,31 @@ def test_duckdb_reads_through_vended_credentials(s3_server, s3_warehouse):
     finally:
         con.close()
     assert rows == [(1, "a"), (2, "b"), (3, "c")]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_writes_and_reads_an_s3a_table_through_the_catalog(s3_server, seaweed, s3_warehouse, spark):
+    """Spark's Iceberg REST client on our catalog; its data files go to SeaweedFS through Hadoop's
+    s3a (HadoopFileIO: Iceberg's S3FileIO needs the AWS SDK v2, which cannot be installed here)."""
+    from lakekeeper_host.spark import add_catalog
+
+    name, _, prefix = s3_warehouse(**{"sts-enabled": False})
+    catalog_name = "s3_" + name.replace("-", "_")
+    s3 = {"endpoint": seaweed.endpoint, "access_key": seaweed.access_key, "secret_key": seaweed.secret_key,
+          "region": seaweed.region}
+    add_catalog(spark, s3_server.catalog_url, name, catalog_name=catalog_name, s3=s3)
+    spark.sql(f"CREATE NAMESPACE {catalog_name}.spark_ns")
+    spark.sql(f"CREATE TABLE {catalog_name}.spark_ns.events (id bigint, name string) USING iceberg")
+    spark.sql(f"INSERT INTO {catalog_name}.spark_ns.events VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    rows = spark.sql(f"SELECT id, name FROM {catalog_name}.spark_ns.events ORDER BY id").collect()
+    assert [(r.id, r.name) for r in rows] == [(1, "a"), (2, "b"), (3, "c")]
+
+    # the catalog knows the table; its location is in the bucket, where Spark's data files are
+    table = rest_catalog(s3_server, name, "vended-credentials").load_table("spark_ns.events")
+    assert table.location().startswith(f"s3://{BUCKET}/{prefix}/")
+    keys = [o["Key"] for o in seaweed.client().list_objects_v2(Bucket=BUCKET, Prefix=key_of(table.location()) + "/")
+            .get("Contents", [])]
+    assert any(k.endswith(".parquet") for k in keys) and any(k.endswith(".metadata.json") for k in keys)
+    # and another client reads what Spark wrote, through vended credentials
+    assert table.scan().to_arrow().sort_by("id").equals(ROWS)
