@@ -90,6 +90,32 @@ def test_pyiceberg_with_vended_credentials(s3_server, seaweed, s3_warehouse):
     assert error_code(vended.list_objects_v2, Bucket=BUCKET, Prefix=own.rsplit("/", 1)[0] + "/") == "AccessDenied"
 
 
+def test_load_table_hands_out_storage_credentials_and_a_working_refresh_endpoint(s3_server, seaweed, s3_warehouse):
+    name, warehouse_id, _ = s3_warehouse()
+    namespace, table = create_and_fill(rest_catalog(s3_server, name, "vended-credentials"), "refreshed")
+    delegation = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+    url = f"{s3_server.url}/catalog/v1/{warehouse_id}/namespaces/{namespace}/tables/refreshed"
+    loaded = httpx.get(url, headers=delegation, timeout=30)
+    assert loaded.status_code == 200, loaded.text
+    body = loaded.json()
+    [credential] = body["storage-credentials"]
+    assert credential["prefix"] == table.location()
+    assert credential["config"]["s3.access-key-id"] == body["config"]["s3.access-key-id"]
+    refresh = body["config"]["client.refresh-credentials-endpoint"]
+    assert refresh == f"{url}/credentials"
+
+    refreshed = httpx.get(refresh, headers=delegation, timeout=30)
+    assert refreshed.status_code == 200, refreshed.text
+    [fresh] = refreshed.json()["storage-credentials"]
+    assert fresh["prefix"] == table.location()
+    vended = seaweed.client(
+        aws_access_key_id=fresh["config"]["s3.access-key-id"],
+        aws_secret_access_key=fresh["config"]["s3.secret-access-key"],
+        aws_session_token=fresh["config"]["s3.session-token"],
+    )
+    assert vended.get_object(Bucket=BUCKET, Key=key_of(table.metadata_location))["Body"].read()
+
+
 def test_pyiceberg_with_remote_signing(s3_server, seaweed, s3_warehouse):
     name, warehouse_id, prefix = s3_warehouse(**{"sts-enabled": False})
     catalog = rest_catalog(s3_server, name, "remote-signing")
