@@ -58,6 +58,14 @@ def test_branches_tags_and_time_travel(spark, spark_catalog, catalog, rows):
     assert rows(f"SELECT * FROM {t}") == [("a", 1), ("b", 20), ("c", 3)]
     assert catalog.load_table(("db", "stock")).metadata.current_snapshot_id == dev_head
 
+    # roll main back to the first snapshot, then forward again by id
+    spark.sql(f"CALL {c}.system.rollback_to_snapshot('db.stock', {first.snapshot_id})")
+    assert rows(f"SELECT * FROM {t}") == [("a", 1)]
+    spark.sql(f"CALL {c}.system.set_current_snapshot('db.stock', {dev_head})")
+    assert rows(f"SELECT * FROM {t}") == [("a", 1), ("b", 20), ("c", 3)]
+    main_log = [entry.snapshot_id for entry in catalog.load_table(("db", "stock")).metadata.snapshot_log]
+    assert main_log[-3:] == [dev_head, first.snapshot_id, dev_head]
+
     # tags and branches can be dropped; the tagged snapshot stays readable by id
     spark.sql(f"ALTER TABLE {t} DROP TAG release_1")
     spark.sql(f"ALTER TABLE {t} DROP BRANCH dev")

@@ -112,3 +112,29 @@ def test_partition_evolution(spark, spark_catalog, catalog, rows):
     ]
     (order_field,) = table.sort_order().fields
     assert order_field.direction.name == "DESC" and order_field.source_id == table.schema().find_field("id").field_id
+
+
+def test_identifier_fields_and_format_upgrade(spark, spark_catalog, catalog, rows):
+    c = spark_catalog
+    t = f"{c}.db.items"
+    spark.sql(f"CREATE NAMESPACE {c}.db")
+    spark.sql(f"CREATE TABLE {t} (id INT NOT NULL, label STRING) USING iceberg TBLPROPERTIES ('format-version' = '2')")
+    spark.sql(f"ALTER TABLE {t} SET IDENTIFIER FIELDS id")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'one'), (2, 'two')")
+    table = catalog.load_table(("db", "items"))
+    assert table.schema().identifier_field_names() == {"id"}
+
+    # upgrade the format in place; the next commits carry row lineage
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('format-version' = '3')")
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'three')")
+    spark.sql(
+        f"MERGE INTO {t} AS target USING (SELECT 2 AS id, 'TWO' AS label) AS source ON target.id = source.id "
+        "WHEN MATCHED THEN UPDATE SET label = source.label"
+    )
+    assert rows(f"SELECT * FROM {t}") == [(1, "one"), (2, "TWO"), (3, "three")]
+    table = catalog.load_table(("db", "items"))
+    assert table.format_version == 3
+    assert table.schema().identifier_field_names() == {"id"}
+    upgraded = [s for s in table.snapshots() if s.first_row_id is not None]
+    assert len(upgraded) == 2 and upgraded[0].first_row_id == 0  # lineage starts with the upgrade
+    assert table.metadata.next_row_id == upgraded[-1].first_row_id + upgraded[-1].added_rows

@@ -63,6 +63,22 @@ def test_create_insert_select_partitioned(spark, spark_catalog, catalog, rows):
     assert len(table.snapshots()) == 2
     assert table.location().startswith("file://")
 
+    # INSERT OVERWRITE replaces only the partitions it writes (dynamic overwrite)
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        spark.sql(f"INSERT OVERWRITE {c}.db.events VALUES (5, 'view', TIMESTAMP '2025-01-02 18:00:00')")
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    assert rows(f"SELECT id FROM {c}.db.events") == [(1,), (3,), (4,), (5,)]
+
+    # table properties set and unset through commits
+    spark.sql(f"ALTER TABLE {c}.db.events SET TBLPROPERTIES ('owner.team' = 'web', 'purpose' = 'prod')")
+    spark.sql(f"ALTER TABLE {c}.db.events UNSET TBLPROPERTIES ('owner.team')")
+    assert dict(rows(f"SHOW TBLPROPERTIES {c}.db.events"))["purpose"] == "prod"
+    table = catalog.load_table(("db", "events"))
+    assert table.properties["purpose"] == "prod" and "owner.team" not in table.properties
+    assert [s.summary.operation.value for s in table.snapshots()] == ["append", "append", "overwrite"]
+
     # the table (and its namespace) exist once, case-insensitively
     with pytest.raises(Exception, match="already exists"):
         spark.sql(f"CREATE TABLE {c}.db.EVENTS (id BIGINT) USING iceberg")
