@@ -197,3 +197,35 @@ def _wait_until(condition, *, what: str, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.1)
+
+
+def test_special_names_and_paged_listings(spark, spark_catalog, server, warehouse, catalog, rows):
+    from lakekeeper_host.spark import add_catalog
+
+    c = spark_catalog
+    namespace, table = "`team a/b & c`", "`sales 2025 % = , ü`"
+    spark.sql(f"CREATE NAMESPACE {c}.{namespace}")
+    # like Lakekeeper: '+' is refused because clients encode a space as '+'
+    with pytest.raises(Exception, match="BadRequestException.*cannot contain '\\+'"):
+        spark.sql(f"CREATE TABLE {c}.{namespace}.`a+b` (id INT) USING iceberg")
+    spark.sql(f"CREATE TABLE {c}.{namespace}.{table} (id INT) USING iceberg")
+    spark.sql(f"INSERT INTO {c}.{namespace}.{table} VALUES (1)")
+    assert rows(f"SELECT * FROM {c}.{namespace}.{table}") == [(1,)]
+    assert catalog.list_tables(("team a/b & c",)) == [("team a/b & c", "sales 2025 % = , ü")]
+    spark.sql(f"ALTER TABLE {c}.{namespace}.{table} RENAME TO {namespace}.`ünïcödé ✓`")
+    assert rows(f"SELECT * FROM {c}.{namespace}.`ünïcödé ✓`") == [(1,)]
+
+    # a client asking for pages of two walks every page of tables and namespaces
+    catalog.create_namespace(("paged",))
+    for i in range(5):
+        catalog.create_namespace(("paged", f"child_{i}"))
+        catalog.create_table(("team a/b & c", f"t{i}"), schema=catalog.load_table(("team a/b & c", "ünïcödé ✓")).schema())
+    paged = add_catalog(
+        spark, server.catalog_url, warehouse["name"], catalog_name=f"{c}_paged", extra={
+            f"spark.sql.catalog.{c}_paged.rest-page-size": "2"
+        }
+    )  # fmt: skip
+    assert [name for _, name, _ in rows(f"SHOW TABLES IN {paged}.{namespace}")] == [
+        "t0", "t1", "t2", "t3", "t4", "ünïcödé ✓",
+    ]  # fmt: skip
+    assert rows(f"SHOW NAMESPACES IN {paged}.paged") == [(f"paged.child_{i}",) for i in range(5)]
