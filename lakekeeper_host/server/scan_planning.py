@@ -2,7 +2,8 @@
 ``fetchScanTasks``) -- something neither Lakekeeper nor Polaris serves.
 
 The server reads the table's manifests with pyiceberg (``ManifestGroupPlanner``: partition
-summaries, partition and metrics evaluators, the position-delete index) through the warehouse's
+summaries, partition and metrics evaluators, the position-delete index; equality deletes matched by
+sequence number, partition and column bounds as Java does) through the warehouse's
 own ``Storage`` -- so it works for every storage plugin without handing the server credentials --
 and answers spec ``FileScanTask`` JSON (data file, delete-file references, residual filter).
 
@@ -38,6 +39,7 @@ from attrs import field, frozen, validators
 from pydantic import ValidationError
 
 from pyiceberg.catalog.rest.scan_planning import PlanTableScanRequest
+from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, BoundNotStartsWith, BoundStartsWith, Not, Or
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO, InputFile, OutputFile
@@ -51,6 +53,8 @@ from pyiceberg.types import (
     DateType,
     DecimalType,
     IcebergType,
+    IntegerType,
+    LongType,
     StringType,
     TimestampType,
     TimestamptzType,
@@ -431,9 +435,33 @@ class Planner:
         if (delete.sequence_number or 0) <= (data.sequence_number or 0):
             return False
         spec = self.request.metadata.specs().get(delete.data_file.spec_id)
-        if spec is None or spec.is_unpartitioned():
-            return True
-        return delete.data_file.spec_id == data.data_file.spec_id and delete.data_file.partition == data.data_file.partition
+        if spec is not None and not spec.is_unpartitioned():
+            same_partition = delete.data_file.spec_id == data.data_file.spec_id and delete.data_file.partition == data.data_file.partition
+            if not same_partition:
+                return False
+        return self._may_hold_deleted_values(delete.data_file, data.data_file)
+
+    def _may_hold_deleted_values(self, delete: DataFile, data: DataFile) -> bool:
+        """False when the column bounds prove no row of ``data`` equals a deleted row (Java's
+        DeleteFileIndex prunes the same way): readers then skip applying that delete file.
+        Anything unknown -- a missing bound, a type without a safe order, nulls on both sides -- may match."""
+        schema = self.request.metadata.schema()
+        for field_id in delete.equality_ids or ():
+            try:
+                field_type = schema.find_type(field_id)
+            except ValueError:
+                continue
+            if not isinstance(field_type, _ORDERED_TYPES):
+                continue
+            if _may_have_nulls(data, field_id) and _may_have_nulls(delete, field_id):
+                continue  # a null in a delete file deletes nulls
+            bounds = [_bound(f, attr, field_id, field_type) for f in (data, delete) for attr in ("lower_bounds", "upper_bounds")]
+            if None in bounds:
+                continue
+            data_lower, data_upper, delete_lower, delete_upper = bounds
+            if data_upper < delete_lower or delete_upper < data_lower:
+                return False
+        return True
 
     def _content_file(self, data_file: DataFile) -> dict[str, Any]:
         metadata = self.request.metadata
@@ -495,8 +523,6 @@ class Planner:
             values = {k: v for k, v in (getattr(data_file, attr, None) or {}).items() if k in wanted}
             if values:
                 out[key] = {"keys": list(values), "values": list(values.values())}
-        from pyiceberg.conversions import from_bytes
-
         for attr, key in (("lower_bounds", "lower-bounds"), ("upper_bounds", "upper-bounds")):
             keys, values = [], []
             for field_id, raw in (getattr(data_file, attr, None) or {}).items():
@@ -511,6 +537,21 @@ class Planner:
             if keys:
                 out[key] = {"keys": keys, "values": values}
         return out
+
+
+# types whose bound values compare in Python exactly as Iceberg orders them (strings: UTF-8 byte
+# order is code point order; truncated string bounds stay outside the true range)
+_ORDERED_TYPES = (IntegerType, LongType, DateType, TimeType, TimestampType, TimestamptzType, StringType, DecimalType)
+
+
+def _may_have_nulls(content_file: DataFile, field_id: int) -> bool:
+    counts = content_file.null_value_counts or {}
+    return counts.get(field_id) is None or counts[field_id] > 0
+
+
+def _bound(content_file: DataFile, attribute: str, field_id: int, field_type: IcebergType) -> Any:
+    raw = (getattr(content_file, attribute, None) or {}).get(field_id)
+    return None if raw is None else from_bytes(field_type, raw)
 
 
 def _json_value(iceberg_type: IcebergType | None, value: Any) -> Any:
