@@ -95,7 +95,8 @@ def test_pyiceberg_writes_spark_reads(spark, spark_catalog, catalog, rows):
         pa.table({
             "id": pa.array([4], pa.int64()), "name": ["w"], "score": [2.0],
             "day": pa.array([datetime.date(2025, 1, 4)], pa.date32()),
-            "at": pa.array([None], pa.timestamp("us", tz="UTC")), "labels": pa.array([["b", "c"]], pa.list_(pa.string())),
+            "at": pa.array([None], pa.timestamp("us", tz="UTC")),
+            "labels": pa.array([["b", "c"]], pa.list_(pa.string())),
             "unit": ["kg"],
         })
     )  # fmt: skip

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
 import pytest
 
 pytestmark = pytest.mark.spark
@@ -155,9 +159,6 @@ def test_rename_table_across_namespaces(spark, spark_catalog, catalog, rows):
 
 
 def test_drop_table_and_drop_purge(spark, spark_catalog, catalog, warehouse, rows):
-    from pathlib import Path
-    from urllib.parse import urlparse
-
     c = spark_catalog
     spark.sql(f"CREATE NAMESPACE {c}.db")
     for name in ("dropped", "purged"):
@@ -182,7 +183,7 @@ def test_drop_table_and_drop_purge(spark, spark_catalog, catalog, warehouse, row
     # PURGE removes every file of the table. A plain DROP does too: like Lakekeeper, the catalog
     # treats its tables as managed (Spark sends no purgeRequested, which defaults to true).
     for location in locations.values():
-        _wait_until(lambda: not any(p.is_file() for p in location.rglob("*")), what=f"files under {location} removed")
+        _wait_until(lambda root=location: not any(p.is_file() for p in root.rglob("*")), what=f"{location} emptied")
 
     # the name is free again
     spark.sql(f"CREATE TABLE {c}.db.purged (id INT) USING iceberg")
@@ -190,8 +191,6 @@ def test_drop_table_and_drop_purge(spark, spark_catalog, catalog, warehouse, row
 
 
 def _wait_until(condition, *, what: str, timeout: float = 30.0) -> None:
-    import time
-
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -217,9 +216,10 @@ def test_special_names_and_paged_listings(spark, spark_catalog, server, warehous
 
     # a client asking for pages of two walks every page of tables and namespaces
     catalog.create_namespace(("paged",))
+    schema = catalog.load_table(("team a/b & c", "ünïcödé ✓")).schema()
     for i in range(5):
         catalog.create_namespace(("paged", f"child_{i}"))
-        catalog.create_table(("team a/b & c", f"t{i}"), schema=catalog.load_table(("team a/b & c", "ünïcödé ✓")).schema())
+        catalog.create_table(("team a/b & c", f"t{i}"), schema=schema)
     paged = add_catalog(
         spark, server.catalog_url, warehouse["name"], catalog_name=f"{c}_paged", extra={
             f"spark.sql.catalog.{c}_paged.rest-page-size": "2"

@@ -24,19 +24,18 @@ def test_register_table(spark, spark_catalog, catalog, http, prefix_url, rows):
     original = catalog.load_table(("db", "events"))
 
     # a live table's location belongs to it: registering its metadata again is refused, cleanly
+    register = (
+        f"CALL {c}.system.register_table(table => 'archive.events', metadata_file => '{original.metadata_location}')"
+    )
     with pytest.raises(Exception, match="overlaps the location .* of another table"):
-        spark.sql(
-            f"CALL {c}.system.register_table(table => 'archive.events', metadata_file => '{original.metadata_location}')"
-        ).collect()
+        spark.sql(register).collect()
 
     # unregister (drop keeping the files), then register the same metadata under a new name
     dropped = http.delete(f"{prefix_url}/namespaces/db/tables/events", params={"purgeRequested": "false"})
     assert dropped.status_code == 204
     assert local_path(original.metadata_location).is_file()
 
-    (result,) = spark.sql(
-        f"CALL {c}.system.register_table(table => 'archive.events', metadata_file => '{original.metadata_location}')"
-    ).collect()
+    (result,) = spark.sql(register).collect()
     assert (result.current_snapshot_id, result.total_records_count, result.total_data_files_count) == (
         original.metadata.current_snapshot_id, 3, 3,
     )  # fmt: skip

@@ -33,7 +33,9 @@ def test_merge_delete_update(spark, spark_catalog, catalog, rows, format_version
     lineage = "SELECT id, _row_id FROM {t}".format(t=t)
     row_ids = dict(rows(lineage)) if format_version == 3 else {}
 
-    changes = "VALUES (2, 'bo', 250, 'upsert'), (3, 'cy', 0, 'close'), (5, 'ed', 500, 'upsert') AS ch(id, owner, balance, op)"
+    changes = (
+        "VALUES (2, 'bo', 250, 'upsert'), (3, 'cy', 0, 'close'), (5, 'ed', 500, 'upsert') AS ch(id, owner, balance, op)"
+    )
     spark.sql(
         f"MERGE INTO {t} AS target USING (SELECT * FROM {changes}) AS source ON target.id = source.id "
         "WHEN MATCHED AND source.op = 'close' THEN DELETE "
