@@ -33,7 +33,6 @@ from lakekeeper_host.server.context import (
     parse_namespace_query,
     require_warehouse,
 )
-from lakekeeper_host.server.etag import table_etag
 from lakekeeper_host.service.storage import DataAccess
 
 blueprint = Blueprint("catalog", __name__, url_prefix="/catalog/v1")
@@ -215,7 +214,7 @@ async def commit_table(prefix: str, namespace: str, table: str):
     )
     (result,) = await commit.commit_tables(state(), metadata(), warehouse, [change])
     body = f'{{"metadata-location":{json.dumps(result.metadata_location)},"metadata":{result.metadata_json}}}'
-    return json_response(body, headers=_etag_headers(table_etag(warehouse.id, result.metadata_location)))
+    return json_response(body, headers=_etag_headers(tables.load_etag(warehouse, result.metadata_location, _access())))
 
 
 @blueprint.delete("/<prefix>/namespaces/<namespace>/tables/<table>")

@@ -118,7 +118,7 @@ def table_etag(
     storage: StorageShape | None = None,
     expires_at_ms: int | None = None,
 ) -> str:
-    """The ``ETag`` header value of a load (or, without ``storage``, a commit/create) response."""
+    """The ``ETag`` header value of a load response (``storage=None``: a body without storage config)."""
     hash_ = shape_hash(warehouse_id, metadata_location, snapshots=snapshots, storage=storage)
     return TableETag(hash_, revalidate_after_ms(expires_at_ms)).render()
 

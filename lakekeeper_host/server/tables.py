@@ -241,6 +241,20 @@ def format_version_for(warehouse: WarehouseRow, properties: dict[str, str]) -> i
     return version
 
 
+def _storage_shape(warehouse: WarehouseRow, access: DataAccess) -> StorageShape:
+    return StorageShape(access, StoragePermission.READ_WRITE_DELETE, warehouse.version)
+
+
+def load_etag(
+    warehouse: WarehouseRow, metadata_location: str, access: DataAccess, *, snapshots: str = "all",
+    expires_at_ms: int | None = None,
+) -> str:
+    """The ETag a load of this metadata answers. Create, register and commit responses carry the same
+    tag, so a client's next load with it is a 304 until the table changes."""
+    return table_etag(warehouse.id, metadata_location, snapshots=snapshots,
+                      storage=_storage_shape(warehouse, access), expires_at_ms=expires_at_ms)
+
+
 async def create_table(
     state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], body: Any, access: DataAccess
 ) -> tuple[str, str | None]:
@@ -325,11 +339,7 @@ async def create_table(
     config = await storage.table_config(access_request(meta, warehouse, parts, name, row, location, access))
     etag = None
     if metadata_location:
-        etag = table_etag(
-            warehouse.id, metadata_location,
-            storage=StorageShape(access, StoragePermission.READ_WRITE_DELETE, warehouse.version),
-            expires_at_ms=config.expires_at_ms,
-        )
+        etag = load_etag(warehouse, metadata_location, access, expires_at_ms=config.expires_at_ms)
     return load_result_json(metadata_location, metadata_json, config), etag
 
 
@@ -373,8 +383,7 @@ async def load_table(
     if not await storage.exists(row.metadata_location):
         raise not_found(f"Failed to open input stream for file: {row.metadata_location}")
     config = await storage.table_config(access_request(meta, warehouse, parts, row.name, row, row.location, access))
-    shape = StorageShape(access, StoragePermission.READ_WRITE_DELETE, warehouse.version)
-    current = shape_hash(warehouse.id, row.metadata_location, snapshots=mode, storage=shape)
+    current = shape_hash(warehouse.id, row.metadata_location, snapshots=mode, storage=_storage_shape(warehouse, access))
     tags = parse_if_none_match(if_none_match)
     if tags:
         async def vends() -> bool:
@@ -383,8 +392,7 @@ async def load_table(
         matched = await match_not_modified(tags, current, vends_credentials=vends)
         if matched is not None:
             return None, matched
-    etag = table_etag(warehouse.id, row.metadata_location, snapshots=mode, storage=shape,
-                      expires_at_ms=config.expires_at_ms)
+    etag = load_etag(warehouse, row.metadata_location, access, snapshots=mode, expires_at_ms=config.expires_at_ms)
     metadata_json = row.metadata if mode == "all" else refs_only(row.metadata)
     return load_result_json(row.metadata_location, metadata_json, config), etag
 
@@ -490,11 +498,7 @@ async def register_table(
     events.table_registered(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
 
     config = await storage.table_config(access_request(meta, warehouse, parts, name, row, location, access))
-    etag = table_etag(
-        warehouse.id, metadata_location,
-        storage=StorageShape(access, StoragePermission.READ_WRITE_DELETE, warehouse.version),
-        expires_at_ms=config.expires_at_ms,
-    )
+    etag = load_etag(warehouse, metadata_location, access, expires_at_ms=config.expires_at_ms)
     return load_result_json(metadata_location, metadata_json, config), etag
 
 

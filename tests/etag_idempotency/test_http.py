@@ -204,3 +204,76 @@ def test_keys_expire_after_their_lifetime(short_lived, tmp_path):
     while count() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert count() == 0
+
+
+def test_the_etag_of_a_commit_is_the_etag_of_the_next_load(catalog, http, prefix_url):
+    catalog.create_namespace("ns")
+    created = http.post(f"{prefix_url}/namespaces/ns/tables", json={"name": "t", "schema": SCHEMA_JSON})
+    url = f"{prefix_url}/namespaces/ns/tables/t"
+    # the create response's tag already validates a load
+    assert http.get(url, headers={"If-None-Match": created.headers["etag"]}).status_code == 304
+    committed = http.post(url, json={"updates": [{"action": "set-properties", "updates": {"k": "v"}}]})
+    assert committed.status_code == 200 and committed.headers["etag"] != created.headers["etag"]
+    assert http.get(url, headers={"If-None-Match": created.headers["etag"]}).status_code == 200
+    assert http.get(url, headers={"If-None-Match": committed.headers["etag"]}).status_code == 304
+
+
+def test_every_other_mutation_replays_without_running_again(catalog, http, prefix_url, warehouse):
+    """The routes not covered above: each replay answers the first outcome and changes nothing more."""
+    catalog.create_namespace("ns")
+    catalog.create_namespace("gone")
+    catalog.create_table("ns.t", SCHEMA)
+
+    def twice(method: str, path: str, body: dict | None = None) -> tuple[httpx.Response, httpx.Response]:
+        headers = {"Idempotency-Key": key()}
+        first = http.request(method, f"{prefix_url}{path}", json=body, headers=headers)
+        replay = http.request(method, f"{prefix_url}{path}", json=body, headers=headers)
+        assert replay.status_code == first.status_code and replay.headers.get("idempotency-replayed") == "true", path
+        assert replay.content == first.content, path
+        return first, replay
+
+    # updateProperties: the replay reports the first outcome, not "already set"
+    first, _ = twice("POST", "/namespaces/ns/properties", {"updates": {"owner": "me"}, "removals": ["nope"]})
+    assert first.json() == {"updated": ["owner"], "removed": [], "missing": ["nope"]}
+    # dropNamespace: 204 both times (a second drop would be 404)
+    assert twice("DELETE", "/namespaces/gone")[0].status_code == 204
+    # renameTable: 204 both times (a second rename would be 404: the source is gone)
+    rename = {"source": {"namespace": ["ns"], "name": "t"}, "destination": {"namespace": ["ns"], "name": "t2"}}
+    assert twice("POST", "/tables/rename", rename)[0].status_code == 204
+    assert catalog.list_tables("ns") == [("ns", "t2")]
+    # commitTransaction: one commit, one new metadata file
+    before = catalog.load_table("ns.t2").metadata_location
+    change = {"identifier": {"namespace": ["ns"], "name": "t2"}, "requirements": [],
+              "updates": [{"action": "set-properties", "updates": {"tx": "once"}}]}
+    assert twice("POST", "/transactions/commit", {"table-changes": [change]})[0].status_code == 204
+    log = catalog.load_table("ns.t2").metadata.metadata_log
+    assert [e.metadata_file for e in log][-1] == before  # exactly one commit after `before`
+    # registerTable (of the dropped, unpurged table's metadata): one table
+    location = catalog.load_table("ns.t2").metadata_location
+    assert http.delete(f"{prefix_url}/namespaces/ns/tables/t2", params={"purgeRequested": "false"}).status_code == 204
+    first, _ = twice("POST", "/namespaces/ns/register", {"name": "again", "metadata-location": location})
+    assert first.status_code == 200 and catalog.list_tables("ns") == [("ns", "again")]
+
+    # views: replace (one new version), rename, register, drop
+    version = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {}, "default-namespace": ["ns"],
+               "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}]}
+    created = http.post(f"{prefix_url}/namespaces/ns/views", json={"name": "v", "schema": SCHEMA_JSON, "view-version": version})
+    view_uuid = created.json()["metadata"]["view-uuid"]
+    replace = {
+        "requirements": [{"type": "assert-view-uuid", "uuid": view_uuid}],
+        "updates": [
+            {"action": "add-view-version", "view-version": {**version, "version-id": 2, "representations": [
+                {"type": "sql", "sql": "select 2", "dialect": "spark"}]}},
+            {"action": "set-current-view-version", "view-version-id": -1},
+        ],
+    }
+    first, _ = twice("POST", "/namespaces/ns/views/v", replace)
+    assert first.status_code == 200
+    assert [v["version-id"] for v in http.get(f"{prefix_url}/namespaces/ns/views/v").json()["metadata"]["versions"]] == [1, 2]
+    view_rename = {"source": {"namespace": ["ns"], "name": "v"}, "destination": {"namespace": ["ns"], "name": "w"}}
+    assert twice("POST", "/views/rename", view_rename)[0].status_code == 204
+    view_location = http.get(f"{prefix_url}/namespaces/ns/views/w").json()["metadata-location"]
+    # dropView (204 both times; a second drop would be 404), then registerView of its metadata
+    assert twice("DELETE", "/namespaces/ns/views/w?purgeRequested=false")[0].status_code == 204
+    assert twice("POST", "/namespaces/ns/register-view", {"name": "v2", "metadata-location": view_location})[0].status_code == 200
+    assert [i["name"] for i in http.get(f"{prefix_url}/namespaces/ns/views").json()["identifiers"]] == ["v2"]
