@@ -134,7 +134,8 @@ def _ok(response: Any) -> Any:
             detail = f"{error['type']}: {error['message']}"
         except (ValueError, KeyError, TypeError):
             detail = response.text[:200]
-        raise MaintenanceError(f"{response.request.method} {response.request.url.path} -> {response.status_code} {detail}")
+        request = response.request
+        raise MaintenanceError(f"{request.method} {request.url.path} -> {response.status_code} {detail}")
     return response.json() if response.content else None
 
 
@@ -180,7 +181,8 @@ def _wait_for_run(client: Any, warehouse_id: str, run: dict[str, Any], timeout: 
             return {"table": table, "message": success.get("message"), "figures": figures, "error": None,
                     "task-id": run["task-id"]}  # fmt: skip
         if finished and ours:
-            return {"table": table, "message": None, "figures": None, "task-id": run["task-id"],
-                    "error": f"{ours[-1]['status'].lower()} after {len(ours)} attempt(s): {ours[-1].get('message')}"}  # fmt: skip
+            last = ours[-1]
+            error = f"{last['status'].lower()} after {len(ours)} attempt(s): {last.get('message')}"
+            return {"table": table, "message": None, "figures": None, "task-id": run["task-id"], "error": error}
         time.sleep(POLL_SECONDS)
     raise MaintenanceError(f"{table}: task {run['task-id']} did not finish within {timeout:.0f}s")

@@ -129,12 +129,8 @@ POLICY_CLASSES = (
 )
 # A misspelt key would silently fall back to a default: reject it and name it.
 for _cls in POLICY_CLASSES:
-    WIRE.register_structure_hook(
-        _cls,
-        make_dict_structure_fn(
-            _cls, WIRE, _cattrs_forbid_extra_keys=True, **{a.name: override(rename=kebab(a.name)) for a in attrs.fields(_cls)}
-        ),
-    )
+    _renames = {a.name: override(rename=kebab(a.name)) for a in attrs.fields(_cls)}
+    WIRE.register_structure_hook(_cls, make_dict_structure_fn(_cls, WIRE, _cattrs_forbid_extra_keys=True, **_renames))
 
 
 def parse_policy(*layers: dict[str, Any]) -> MaintenancePolicy:
@@ -334,8 +330,8 @@ def maintain_table(
         before = count("snapshots")
         # relative to now, not to the start: the snapshots compaction just wrote count as well
         cutoff = _timestamp(datetime.now(timezone.utc) - parse_duration(expire.older_than))
-        row = call("expire_snapshots", f"CALL {_quote(catalog_name)}.system.expire_snapshots("
-                   f"table => {procedure_table}, older_than => {cutoff}, retain_last => {expire.retain_last})")[0]  # fmt: skip
+        arguments = f"table => {procedure_table}, older_than => {cutoff}, retain_last => {expire.retain_last}"
+        row = call("expire_snapshots", f"CALL {_quote(catalog_name)}.system.expire_snapshots({arguments})")[0]
         figures |= {
             "snapshots-expired": before - count("snapshots"),
             "data-files-deleted": row.deleted_data_files_count,

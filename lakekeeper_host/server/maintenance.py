@@ -397,7 +397,8 @@ async def run_now(state: AppState, meta: Any, warehouse_id: str, table_ids: list
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
     await authorize(state, meta, "control_all_tasks", "warehouse", warehouse.id)
     if table_ids is None:
-        tables = [(t.id, t.namespace_id, t.name) for t in await maintenance_store.list_live_tables(state.store, warehouse.id)]
+        live = await maintenance_store.list_live_tables(state.store, warehouse.id)
+        tables = [(t.id, t.namespace_id, t.name) for t in live]
     else:
         tables = []
         for table_id in table_ids:

@@ -26,7 +26,9 @@ def test_unreachable_catalog_fails_every_attempt_and_leaves_the_table_alone(make
     """The job cannot reach the catalog (LAKEKEEPER__TABLE_MAINTENANCE__CATALOG_URI points at a
     closed port): it fails before starting Spark, twice, and the task ends FAILED."""
     dead_catalog = f"http://127.0.0.1:{free_port()}/catalog"
-    server = make_server({"LAKEKEEPER__TASK_MAX_RETRIES": "2", "LAKEKEEPER__TABLE_MAINTENANCE__CATALOG_URI": dead_catalog})
+    server = make_server(
+        {"LAKEKEEPER__TASK_MAX_RETRIES": "2", "LAKEKEEPER__TABLE_MAINTENANCE__CATALOG_URI": dead_catalog}
+    )
     warehouse_id, catalog = new_warehouse(server, tmp_path)
     table = small_files_table(catalog, "ns.events", snapshots=5, files=8)
     rows = sorted_rows(table)
@@ -64,9 +66,10 @@ def test_job_failing_mid_way_leaves_a_valid_table_and_is_retried(make_server, tm
             "LAKEKEEPER__TABLE_MAINTENANCE__OAUTH2_SERVER_URI": idp.token_endpoint,
             "LAKEKEEPER__TABLE_MAINTENANCE__SCOPE": "lakekeeper",
         })  # fmt: skip
-        with httpx.Client(base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {idp.mint('admin')}"}) as client:
-            created = client.post(f"{MGMT}/warehouse", json={
-                "warehouse-name": "secured", "storage-profile": {"type": "file", "root": str(tmp_path / "wh")}})  # fmt: skip
+        admin = {"Authorization": f"Bearer {idp.mint('admin')}"}
+        with httpx.Client(base_url=server.url, timeout=30, headers=admin) as client:
+            profile = {"type": "file", "root": str(tmp_path / "wh")}
+            created = client.post(f"{MGMT}/warehouse", json={"warehouse-name": "secured", "storage-profile": profile})
             assert created.status_code in (200, 201), created.text
             warehouse_id = created.json()["warehouse-id"]
             catalog = RestCatalog("test", uri=server.catalog_url, warehouse="secured", credential="etl:etl",
