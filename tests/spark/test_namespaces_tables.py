@@ -229,3 +229,49 @@ def test_special_names_and_paged_listings(spark, spark_catalog, server, warehous
         "t0", "t1", "t2", "t3", "t4", "ünïcödé ✓",
     ]  # fmt: skip
     assert rows(f"SHOW NAMESPACES IN {paged}.paged") == [(f"paged.child_{i}",) for i in range(5)]
+
+
+def test_table_locations_and_protected_properties(spark, spark_catalog, warehouse, catalog, rows):
+    c = spark_catalog
+    root = Path(warehouse["root"])
+    spark.sql(f"CREATE NAMESPACE {c}.db")
+
+    # a client-chosen location inside the warehouse is used as given
+    spark.sql(f"CREATE TABLE {c}.db.placed (id INT) USING iceberg LOCATION 'file://{root}/custom/placed'")
+    spark.sql(f"INSERT INTO {c}.db.placed VALUES (1)")
+    assert urlparse(catalog.load_table(("db", "placed")).location()).path == f"{root}/custom/placed"
+    assert list((root / "custom" / "placed" / "data").rglob("*.parquet"))
+
+    # outside the warehouse, or overlapping another table's location, is refused
+    with pytest.raises(Exception, match="BadRequestException.*must be inside the warehouse location"):
+        spark.sql(f"CREATE TABLE {c}.db.outside (id INT) USING iceberg LOCATION '{root.parent}/elsewhere'")
+    with pytest.raises(Exception, match="already exists"):  # 409 LocationAlreadyTaken, as Lakekeeper
+        spark.sql(f"CREATE TABLE {c}.db.nested (id INT) USING iceberg LOCATION 'file://{root}/custom/placed/x'")
+    with pytest.raises(Exception, match="BadRequestException.*must be inside the warehouse location"):
+        spark.sql(f"ALTER TABLE {c}.db.placed SET LOCATION '{root.parent}/elsewhere'")
+
+    # moving a table inside the warehouse is a commit; new files land at the new location
+    spark.sql(f"ALTER TABLE {c}.db.placed SET LOCATION 'file://{root}/moved'")
+    spark.sql(f"INSERT INTO {c}.db.placed VALUES (2)")
+    assert rows(f"SELECT * FROM {c}.db.placed") == [(1,), (2,)]
+    assert list((root / "moved" / "data").rglob("*.parquet"))
+    assert catalog.load_table(("db", "placed")).metadata_location.startswith(f"file://{root}/moved/metadata/")
+
+    # the catalog owns where files go: the write paths cannot be redirected
+    for key in ("write.data.path", "write.metadata.path"):
+        with pytest.raises(Exception, match=f"unsupported property: '{key}'"):
+            spark.sql(f"ALTER TABLE {c}.db.placed SET TBLPROPERTIES ('{key}' = 'file://{root}/redirect')")
+    # metadata housekeeping properties are allowed and honoured
+    spark.sql(
+        f"ALTER TABLE {c}.db.placed SET TBLPROPERTIES ('write.metadata.previous-versions-max' = '1', "
+        "'write.metadata.delete-after-commit.enabled' = 'true', 'write.metadata.compression-codec' = 'gzip')"
+    )
+    spark.sql(f"INSERT INTO {c}.db.placed VALUES (3)")
+    table = catalog.load_table(("db", "placed"))
+    assert table.metadata_location.endswith(".gz.metadata.json")
+    assert len(table.metadata.metadata_log) == 1
+    assert sorted(p.name for p in (root / "moved" / "metadata").glob("*.metadata.json")) == sorted(
+        urlparse(location).path.rsplit("/", 1)[1]
+        for location in (table.metadata_location, table.metadata.metadata_log[0].metadata_file)
+    )
+    assert rows(f"SELECT * FROM {c}.db.placed") == [(1,), (2,), (3,)]
