@@ -91,6 +91,7 @@ async def startup_state(
     events = EventDispatcher(sinks)
     if metrics is not None:
         events.on_failure = lambda sink: metrics.event_failures.labels(sink).inc()
+        events.on_published = lambda sink: metrics.events_published.labels(sink).inc()
     state = AppState(
         settings=settings,
         pm=pm,
