@@ -108,7 +108,9 @@ def as_user(auth_server, idp_one):
 
 
 class FakeTokenReview:
-    """Answers TokenReviews for the tokens it was told about; everything else is unauthenticated.
+    """A FAKE Kubernetes API server (no cluster can run on this machine): it answers
+    ``POST /apis/authentication.k8s.io/v1/tokenreviews`` for the tokens it was told about;
+    everything else is unauthenticated.
 
     It insists on the reviewing server's own service-account token, like the real API server.
     """
