@@ -7,6 +7,7 @@ directly). It implements the same ``Storage`` interface as the S3/ADLS/GCS plugi
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -28,6 +29,8 @@ from lakekeeper_host.service.storage import (
     join_location,
 )
 from lakekeeper_host.store import new_id
+
+log = logging.getLogger(__name__)
 
 
 def _validate_root(instance, attribute, value: str) -> None:
@@ -137,7 +140,10 @@ class FileStorage:
             # table has no metadata file yet, and DuckDB writes its first manifest into
             # <table>/metadata/ without creating the directory (its CTAS failed with "No such file").
             metadata_dir = path_of(join_location(request.table_location, "metadata"))
-            await asyncio.to_thread(metadata_dir.mkdir, parents=True, exist_ok=True)
+            try:
+                await asyncio.to_thread(metadata_dir.mkdir, parents=True, exist_ok=True)
+            except OSError as exc:  # a courtesy to such writers: a load must not fail over it
+                log.debug("cannot create %s: %s", metadata_dir, exc)
         return TableConfig()
 
     def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:
