@@ -157,3 +157,15 @@ def test_readme_quickstart_serves_from_an_empty_directory(tmp_path):
         returncode = process.wait(30)
         reader.join(5)
     assert returncode == 0, "".join(output)  # graceful shutdown on SIGTERM
+
+
+def test_config_file_option_and_environment_override(tmp_path):
+    from_file, from_env = tmp_path / "from-file", tmp_path / "from-env"
+    config = tmp_path / "lk.toml"
+    config.write_text(f'data_dir = "{from_file}"\n')
+    result = run_cli("--config", str(config), "migrate")
+    assert result.returncode == 0, result.stderr
+    assert (from_file / "catalog.sqlite").is_file()
+    overridden = run_cli("--config", str(config), "migrate", env={"LAKEKEEPER__DATA_DIR": str(from_env)})
+    assert overridden.returncode == 0, overridden.stderr
+    assert (from_env / "catalog.sqlite").is_file()

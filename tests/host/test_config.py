@@ -124,3 +124,19 @@ def test_durations():
     assert format_duration(timedelta(hours=1, seconds=5)) == "PT1H5S"
     with pytest.raises(ValueError):
         parse_duration("PT")
+
+
+@pytest.mark.parametrize("name", ["dev", "ci", "production"])
+def test_shipped_config_examples_load_strictly(name):
+    """config/<env>.toml, as `lakekeeper --config config/<env>.toml serve` reads them."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "config" / f"{name}.toml"
+    environ = {"LAKEKEEPER__STRICT_CONFIG": "true"}
+    if name == "production":  # its secrets come from the environment, as the file says
+        environ["LAKEKEEPER__PG_DATABASE_URL_WRITE"] = "postgresql://lakekeeper@db.example:5432/catalog"
+        environ["LAKEKEEPER__PG_ENCRYPTION_KEY"] = "a-long-random-production-key-0123456789"
+    settings = load_settings(environ, config_file=path)
+    assert settings.host.listen_port == 8181
+    if name == "production":
+        assert settings.host.workers == 2 and settings.host.metrics.port == 9000
