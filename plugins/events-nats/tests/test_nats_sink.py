@@ -97,6 +97,27 @@ async def test_token_auth(nats_factory):
     await nc.close()
 
 
+async def test_creds_file_auth(nats_factory, tmp_path):
+    """Decentralized auth: an operator-mode server, a user JWT + nkey seed in a ``.creds`` file."""
+    from .conftest import operator_mode
+
+    conf, creds = operator_mode(tmp_path)
+    server = nats_factory(extra_args=["-c", str(conf)])
+    cfg = config(server.url, nats_creds_file=str(creds))
+    nc, sub = await subscribe(server.url, cfg.nats_topic, user_credentials=str(creds))
+    sink = await build_nats_sink(cfg, None)
+    event = make_event()
+    await sink.publish(event)
+    assert json.loads((await sub.next_msg(timeout=5)).data)["id"] == event.id
+    await sink.close()
+    await nc.close()
+
+    anonymous = await build_nats_sink(config(server.url), None)
+    with pytest.raises(nats.errors.Error):
+        await anonymous.publish(make_event())
+    await anonymous.close()
+
+
 async def test_server_down_at_startup_then_up(nats_factory):
     server = nats_factory(start=False)
     cfg = config(f"nats://127.0.0.1:{server.port}")
