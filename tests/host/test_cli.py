@@ -169,3 +169,40 @@ def test_config_file_option_and_environment_override(tmp_path):
     overridden = run_cli("--config", str(config), "migrate", env={"LAKEKEEPER__DATA_DIR": str(from_env)})
     assert overridden.returncode == 0, overridden.stderr
     assert (from_env / "catalog.sqlite").is_file()
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        (  # a hook name that is not in hookspecs.py
+            "@hookimpl\ndef lakekeeper_storage_profile():\n    return []\n",
+            "lakekeeper_storage_profile",
+        ),
+        (  # a second backend called "allowall"
+            "async def _build(config, ctx):\n    return None\n\n"
+            "@hookimpl\ndef lakekeeper_authorizers():\n    return [BackendSpec(name='AllowAll', factory=_build)]\n",
+            "Duplicate authorizer name 'allowall'",
+        ),
+    ],
+    ids=["misspelled-hookimpl", "duplicate-backend"],
+)
+def test_broken_entry_point_plugin_stops_serve_with_one_line(source, message, tmp_path):
+    """An installed plugin (a dist-info with a `lakekeeper` entry point) that is wrong stops startup."""
+    (tmp_path / "lk_broken_plugin.py").write_text(
+        "from lakekeeper_host import hookimpl\nfrom lakekeeper_host.registry import BackendSpec\n\n" + source
+    )
+    dist = tmp_path / "lk_broken_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lk-broken-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[lakekeeper]\nbroken = lk_broken_plugin\n")
+    pythonpath = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    result = run_cli("serve", env={"PYTHONPATH": pythonpath, "LAKEKEEPER__DATA_DIR": str(tmp_path / "data"),
+                                   "LAKEKEEPER__LISTEN_PORT": "0"})
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("lakekeeper: error:")]
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    # the same plugin, disabled by name, is not loaded and the server configuration is fine again
+    disabled = run_cli("plugins", env={"PYTHONPATH": pythonpath, "LAKEKEEPER__DISABLED_PLUGINS": "broken"})
+    assert disabled.returncode == 0, disabled.stderr
+    assert "broken" not in {p["name"] for p in json.loads(disabled.stdout)}
