@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import pytest
 
 from tests.management.helpers import new_file_warehouse
 
@@ -199,3 +200,14 @@ def test_unwritable_storage_fails_creation_with_the_failed_check(http, tmp_path)
     created = http.post(f"{MGMT}/warehouse", json=body)
     assert created.status_code == 400
     assert "lakekeeper-read-write" in created.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_skip_storage_validation_creates_without_probing(make_server, tmp_path):
+    server = make_server({"LAKEKEEPER__SKIP_STORAGE_VALIDATION": "true"})
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the warehouse directory should be")
+    body = {"warehouse-name": "unprobed", "storage-profile": {"type": "file", "root": str(blocked)}}
+    created = httpx.post(f"{server.url}{MGMT}/warehouse", json=body, timeout=30)
+    assert created.status_code == 201, created.text
+    assert blocked.read_text() == "a file where the warehouse directory should be"  # nothing was written
