@@ -97,12 +97,15 @@ def test_two_server_processes_never_run_the_same_task(make_server, tmp_path, tmp
     servers = [make_server(workers), make_server(workers)]
     client = httpx.Client(base_url=servers[0].url, timeout=30)
     log_file = str(tmp_path / "runs.jsonl")
-    # due a moment from now, so that both servers compete for all of them
+    # due a moment from now, so that both servers compete for all of them; each run takes 0.3 s, so
+    # one server's 4 workers cannot take all 16 before the other polls
     due = (datetime.now(timezone.utc) + timedelta(seconds=3)).isoformat().replace("+00:00", "Z")
     task_ids = []
     for _ in range(16):
         wid = new_file_warehouse(servers[0].url, tmp_path_factory)["id"]
-        task_ids.append((wid, schedule(client, wid, {"log-file": log_file, "sleep": 0.3}, scheduled_for=due)))
+        task_ids.append(
+            (wid, schedule(client, wid, {"log-file": log_file, "sleep-first-attempt": 0.3}, scheduled_for=due))
+        )
 
     wait_for(
         lambda: all(task_details(client, wid, tid)["status"] == "SUCCESS" for wid, tid in task_ids),
