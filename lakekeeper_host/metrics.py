@@ -35,12 +35,16 @@ class Metrics:
             "lakekeeper_events_published_total", "Delivered events by sink", ["sink"], registry=self.registry
         )
         self.tasks = Counter(
-            "lakekeeper_task_runs_total", "Task attempts by queue and outcome", ["queue", "outcome"], registry=self.registry
+            "lakekeeper_task_runs_total",
+            "Task attempts by queue and outcome",
+            ["queue", "outcome"],
+            registry=self.registry,
         )
 
     def bind_store(self, store) -> None:
-        """Report the store's pool sizes at scrape time."""
+        """Report the store's pool sizes at scrape time and count its cache lookups."""
         self.registry.register(_PoolCollector(store))
+        store.caches.observe(lambda cache, result: self.cache.labels(cache, result).inc())
 
     def observe_request(self, method: str, endpoint: str, status: int, seconds: float) -> None:
         self.requests.labels(method, endpoint, str(status)).inc()

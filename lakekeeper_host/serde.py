@@ -6,13 +6,13 @@ and serialise themselves; everything Lakekeeper-specific goes through ``WIRE``.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 import cattrs
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.errors import ClassValidationError, IterableValidationError
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from lakekeeper_host.errors import CatalogError, bad_request
 
@@ -55,7 +55,7 @@ def make_wire_converter() -> cattrs.Converter:
     conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
     conv.register_structure_hook_factory(attrs.has, structure_factory)
     conv.register_unstructure_hook(
-        datetime, lambda d: d.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        datetime, lambda d: d.astimezone(UTC).isoformat().replace("+00:00", "Z")
     )
     conv.register_structure_hook(datetime, lambda v, _: datetime.fromisoformat(v))
     return conv

@@ -213,25 +213,29 @@ def catalog_conf(
 
 
 def s3a_conf(s3: Mapping[str, Any], catalog_name: str) -> dict[str, str]:
-    """s3a settings for an S3-compatible endpoint; ``s3://`` paths are mapped onto s3a too.
+    """s3a settings for S3 or an S3-compatible endpoint; ``s3://`` and ``s3n://`` paths are mapped onto s3a too.
 
-    Keys of ``s3``: ``endpoint``, ``access_key``, ``secret_key``, optional ``session_token``,
-    ``region`` and ``path_style`` (default True). Iceberg's S3FileIO needs the AWS SDK v2, which
-    is not available offline, so the catalog is told to use HadoopFileIO (which goes through s3a).
+    Keys of ``s3``: ``access_key``, ``secret_key``, optional ``session_token``, ``endpoint`` (default:
+    AWS), ``region`` and ``path_style`` (default True). With ``bucket`` the settings are s3a's
+    per-bucket ones (``fs.s3a.bucket.<bucket>.*``), which apply to that bucket alone. Iceberg's
+    S3FileIO needs the AWS SDK v2, which is not available offline, so the catalog is told to use
+    HadoopFileIO (which goes through s3a).
     """
-    endpoint = str(s3["endpoint"])
-    hadoop = "spark.hadoop.fs.s3a"
+    bucket = s3.get("bucket")
+    hadoop = f"spark.hadoop.fs.s3a.bucket.{bucket}" if bucket else "spark.hadoop.fs.s3a"
     conf = {
-        f"{hadoop}.endpoint": endpoint,
         f"{hadoop}.access.key": str(s3["access_key"]),
         f"{hadoop}.secret.key": str(s3["secret_key"]),
         f"{hadoop}.path.style.access": str(s3.get("path_style", True)).lower(),
-        f"{hadoop}.connection.ssl.enabled": str(endpoint.startswith("https")).lower(),
-        f"{hadoop}.endpoint.region": str(s3.get("region", "us-east-1")),
+        f"{hadoop}.endpoint.region": str(s3.get("region") or "us-east-1"),
         f"{hadoop}.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
         "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3n.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         f"spark.sql.catalog.{catalog_name}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
     }
+    if endpoint := s3.get("endpoint"):
+        conf[f"{hadoop}.endpoint"] = str(endpoint)
+        conf[f"{hadoop}.connection.ssl.enabled"] = str(str(endpoint).startswith("https")).lower()
     if token := s3.get("session_token"):
         conf[f"{hadoop}.session.token"] = str(token)
         conf[f"{hadoop}.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
@@ -313,6 +317,7 @@ def build_spark_session(
     credential: str | None = None,
     extra_conf: Mapping[str, str] | None = None,
     s3: Mapping[str, Any] | None = None,
+    s3_jars: bool | None = None,
     jars_mode: JarsMode | None = None,
     app_name: str = "lakekeeper",
 ) -> SparkSession:
@@ -320,14 +325,15 @@ def build_spark_session(
 
     ``catalog_type="hadoop"`` (with a path as ``warehouse``) gives a catalog-free Iceberg setup,
     handy to check the jars alone. Spark loads jars when its JVM starts, once per Python process:
-    stop any earlier session first, and expect a second session with other jars not to see them.
+    stop any earlier session first, and expect a second session with other jars not to see them
+    (``s3_jars=True`` loads the s3a jars without configuring s3a, for a JVM whose later sessions need them).
     """
     from pyspark.sql import SparkSession  # optional and heavy: only when asked for
 
     prepare_driver_environment()
     conf = {
         **LOCAL_CONF,
-        **resolve_spark_jars(jars_mode, s3=s3 is not None).conf(),
+        **resolve_spark_jars(jars_mode, s3=s3 is not None if s3_jars is None else s3_jars).conf(),
         **catalog_conf(catalog_uri, warehouse, catalog_name=catalog_name, catalog_type=catalog_type,
                        token=token, credential=credential),
         **(s3a_conf(s3, catalog_name) if s3 is not None else {}),
@@ -361,7 +367,9 @@ def spark_snippet(catalog_uri: str, warehouse: str, *, catalog_name: str = "lake
     return "\n".join(lines) + "\n"
 
 
-def shared_session(*, s3_jars: bool = True, master: str | None = None, app_name: str = "lakekeeper-tests") -> SparkSession:
+def shared_session(
+    *, s3_jars: bool = True, master: str | None = None, app_name: str = "lakekeeper-tests"
+) -> SparkSession:
     """One SparkSession with every jar (Iceberg, and s3a when available) and no catalog yet.
 
     Catalogs are added at runtime with :func:`add_catalog`, so a whole test run or pipeline can

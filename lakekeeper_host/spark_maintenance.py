@@ -10,6 +10,11 @@ Compaction comes first so that expiry can drop the files it replaced and leaves 
 ``retain-last`` snapshots. Every procedure commits atomically through the catalog, so a job that
 fails part-way leaves a valid table (the steps already committed stay committed).
 
+Storage: ``file`` tables are read and written as they are. S3 tables (``s3://``, ``s3a://``,
+``s3n://``) go through Hadoop's s3a with HadoopFileIO (Iceberg's S3FileIO needs the AWS SDK v2):
+the job loads each with vended credentials and gives them to s3a for that table's bucket alone.
+s3a cannot use remote signing, so a table the catalog vends no credentials for fails in one line.
+
 The server's ``table_maintenance`` queue runs one ``python -m lakekeeper_host.spark_maintenance``
 process per task (the JVM never shares the server's process or event loop): the job arrives as
 JSON on stdin, the results leave as one ``RESULT_MARKER`` line on stdout. ``lakekeeper maintain
@@ -23,7 +28,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -220,11 +225,16 @@ def check_catalog(catalog: CatalogAccess, timeout: float = 10.0) -> None:
         raise MaintenanceError(f"catalog unreachable at {catalog.uri}: {reason}") from None
 
 
-def list_tables(catalog: CatalogAccess) -> list[tuple[str, ...]]:
-    """Every table of the warehouse, nested namespaces included (listed with PyIceberg)."""
+def _rest_client(catalog: CatalogAccess, **properties: str) -> Any:
     from pyiceberg.catalog.rest import RestCatalog
 
-    client = RestCatalog("maintenance", uri=catalog.uri, warehouse=catalog.warehouse, **catalog.properties())
+    return RestCatalog("maintenance", uri=catalog.uri, warehouse=catalog.warehouse, **catalog.properties(),
+                       **properties)  # fmt: skip
+
+
+def list_tables(catalog: CatalogAccess) -> list[tuple[str, ...]]:
+    """Every table of the warehouse, nested namespaces included (listed with PyIceberg)."""
+    client = _rest_client(catalog)
     tables: list[tuple[str, ...]] = []
     pending: list[tuple[str, ...]] = [()]
     while pending:
@@ -236,7 +246,70 @@ def list_tables(catalog: CatalogAccess) -> list[tuple[str, ...]]:
     return sorted(tables)
 
 
-def spark_session(job: MaintenanceJob) -> SparkSession:
+S3_SCHEMES = ("s3", "s3a", "s3n")
+
+
+def table_storage(catalog: CatalogAccess, tables: list[tuple[str, ...]]) -> dict[tuple[str, ...], dict[str, str] | str]:
+    """Per table: the Spark settings its storage needs (empty for ``file``), or why it cannot be reached.
+
+    An S3 table is loaded with ``X-Iceberg-Access-Delegation: vended-credentials``; the credentials
+    the catalog vends are scoped to that table, so they become s3a's per-bucket settings of a Spark
+    session that maintains this table alone (see :func:`s3a_table_conf`).
+    """
+    client = None
+    storage: dict[tuple[str, ...], dict[str, str] | str] = {}
+    for table in tables:
+        name = ".".join(table)
+        try:
+            client = client or _rest_client(catalog, **{"header.X-Iceberg-Access-Delegation": "vended-credentials"})
+            loaded = client.load_table(table)
+        except Exception as exc:  # not found, forbidden, catalog errors: one line for this table
+            storage[table] = f"cannot load {name} from the catalog: {type(exc).__name__}: {describe_error(exc)}"
+            continue
+        location = loaded.location()
+        if location.partition("://")[0] not in S3_SCHEMES:
+            storage[table] = {}
+            continue
+        try:
+            storage[table] = s3a_table_conf(location, loaded.io.properties)
+        except MaintenanceError as exc:
+            storage[table] = f"cannot maintain {name}: {exc}"
+    return storage
+
+
+def s3a_table_conf(location: str, io: dict[str, str]) -> dict[str, str]:
+    """s3a settings for the bucket of an S3 table from its load-table config (PyIceberg merges the
+    longest-prefix ``storage-credentials`` entry over ``config``).
+
+    s3a signs its own requests: a table the catalog offers remote signing for, but no credentials,
+    cannot be reached, and the error says so in one line.
+    """
+    from lakekeeper_host.spark import s3a_conf
+
+    if not io.get("s3.access-key-id") or not io.get("s3.secret-access-key"):
+        offered = io.get("s3.remote-signing-enabled") == "true"
+        signing = " (it offers remote signing, which s3a cannot use)" if offered else ""
+        raise MaintenanceError(
+            f"the catalog vended no S3 credentials for {location}{signing}; Spark reaches S3 through s3a, "
+            "which needs vended credentials: enable STS on the warehouse's storage profile"
+        )
+    bucket = location.partition("://")[2].split("/", 1)[0]
+    s3 = {
+        "bucket": bucket,
+        "access_key": io["s3.access-key-id"],
+        "secret_key": io["s3.secret-access-key"],
+        "session_token": io.get("s3.session-token"),
+        "endpoint": io.get("s3.endpoint"),
+        "region": io.get("s3.region") or io.get("client.region"),
+        "path_style": io.get("s3.path-style-access", "false").lower() == "true",
+    }
+    # The credentials cover the table's prefix alone: keep s3a from deleting the parent folders'
+    # directory markers after each write (keys outside that prefix; Hadoop 3.4 keeps them anyway).
+    marker = {f"spark.hadoop.fs.s3a.bucket.{bucket}.directory.marker.retention": "keep"}
+    return {**s3a_conf(s3, CATALOG_NAME), **marker}
+
+
+def spark_session(job: MaintenanceJob, storage: dict[str, str] | None = None, *, s3_jars: bool = False) -> SparkSession:
     from lakekeeper_host.spark import build_spark_session
 
     props = job.catalog.properties()
@@ -249,35 +322,55 @@ def spark_session(job: MaintenanceJob) -> SparkSession:
         master=job.spark.master,
         token=job.catalog.token,
         credential=job.catalog.credential,
-        # procedure timestamps below are UTC literals
-        extra_conf={**extra, "spark.sql.session.timeZone": "UTC", **job.spark.conf},
+        # procedure timestamps below are UTC literals; the operator's settings come last
+        extra_conf={**extra, "spark.sql.session.timeZone": "UTC", **(storage or {}), **job.spark.conf},
+        s3_jars=s3_jars,
         jars_mode=job.spark.jars_mode,  # type: ignore[arg-type]
         app_name="lakekeeper-table-maintenance",
     )
 
 
-def run_job(job: MaintenanceJob, *, session: SparkSession | None = None) -> list[TableResult]:
-    """Maintain the job's tables (all of the warehouse when none are named), one result per table."""
+def run_job(job: MaintenanceJob) -> list[TableResult]:
+    """Maintain the job's tables (all of the warehouse when none are named), one result per table.
+
+    Tables on ``file`` storage share one Spark session. An S3 table's vended credentials are good
+    for that table alone, and Hadoop keeps one s3a client per bucket for the life of a JVM, so each
+    S3 table gets a session of its own (on a cluster: an application with its own executors).
+    """
     check_catalog(job.catalog)
-    tables = list(job.tables) or list_tables(job.catalog)
+    tables = list(dict.fromkeys(job.tables)) or list_tables(job.catalog)
     if not tables:
         return []
-    own_session = session is None
-    try:
-        session = session or spark_session(job)
-    except Exception as exc:  # JVM, jars or master problems: one line for the operator
-        raise MaintenanceError(f"cannot start Spark on {job.spark.master}: {describe_error(exc)}") from None
-    try:
-        results = []
-        for table in tables:
-            try:
-                results.append(TableResult(table, figures=maintain_table(session, table, job.policy)))
-            except MaintenanceError as exc:
-                results.append(TableResult(table, error=str(exc)))
-        return results
-    finally:
-        if own_session:
-            session.stop()
+    storage = table_storage(job.catalog, tables)
+    results = {table: TableResult(table, error=why) for table, why in storage.items() if isinstance(why, str)}
+    shared = [table for table in tables if storage[table] == {}]
+    sessions = [({}, shared)] if shared else []
+    sessions += [(conf, [table]) for table, conf in storage.items() if isinstance(conf, dict) and conf]
+    s3_jars = any(conf for conf, _ in sessions)  # the first session's JVM must hold the s3a classes
+    for conf, group in sessions:
+        try:
+            session = spark_session(job, conf, s3_jars=s3_jars)
+        except Exception as exc:  # JVM, jars or master problems: one line for the operator
+            raise MaintenanceError(f"cannot start Spark on {job.spark.master}: {describe_error(exc)}") from None
+        try:
+            for table in group:
+                try:
+                    results[table] = TableResult(table, figures=maintain_table(session, table, job.policy))
+                except MaintenanceError as exc:
+                    results[table] = TableResult(table, error=str(exc))
+        finally:
+            _stop_session(session, forget_s3_clients=bool(conf))
+    return [results[table] for table in tables]
+
+
+def _stop_session(session: SparkSession, *, forget_s3_clients: bool) -> None:
+    jvm = session.sparkContext._jvm
+    session.stop()
+    if forget_s3_clients:  # the JVM outlives the session: its cached s3a clients hold this table's credentials
+        try:
+            jvm.org.apache.hadoop.fs.FileSystem.closeAll()
+        except Exception:  # the JVM is gone: nothing is cached
+            pass
 
 
 def maintain_table(
@@ -329,7 +422,7 @@ def maintain_table(
     if expire.enabled:
         before = count("snapshots")
         # relative to now, not to the start: the snapshots compaction just wrote count as well
-        cutoff = _timestamp(datetime.now(timezone.utc) - parse_duration(expire.older_than))
+        cutoff = _timestamp(datetime.now(UTC) - parse_duration(expire.older_than))
         arguments = f"table => {procedure_table}, older_than => {cutoff}, retain_last => {expire.retain_last}"
         row = call("expire_snapshots", f"CALL {_quote(catalog_name)}.system.expire_snapshots({arguments})")[0]
         figures |= {
@@ -342,7 +435,7 @@ def maintain_table(
         steps.append("expire-snapshots")
     orphans = policy.remove_orphan_files
     if orphans.enabled:
-        cutoff = _timestamp(datetime.now(timezone.utc) - parse_duration(orphans.older_than))
+        cutoff = _timestamp(datetime.now(UTC) - parse_duration(orphans.older_than))
         rows = call("remove_orphan_files", f"CALL {_quote(catalog_name)}.system.remove_orphan_files("
                     f"table => {procedure_table}, older_than => {cutoff})")  # fmt: skip
         figures["orphan-files-removed"] = len(rows)
@@ -366,7 +459,10 @@ def _stored_bytes(session: SparkSession, location: str | None) -> int | None:
         jvm = session.sparkContext._jvm
         path = jvm.org.apache.hadoop.fs.Path(location)
         file_system = path.getFileSystem(session.sparkContext._jsc.hadoopConfiguration())
-        return int(file_system.getContentSummary(path).getLength())
+        # summed over the children: table-scoped S3 credentials cover what lies below the location,
+        # not the location's own key, which a summary of the location itself would look up first
+        return sum(int(file_system.getContentSummary(child.getPath()).getLength()) if child.isDirectory()
+                   else int(child.getLen()) for child in file_system.listStatus(path))  # fmt: skip
     except Exception:  # e.g. no Hadoop file system for the scheme: the figure is just unknown
         return None
 
@@ -380,7 +476,7 @@ def _sql_string(text: str) -> str:
 
 
 def _timestamp(moment: datetime) -> str:
-    return f"TIMESTAMP '{moment.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S.%f}'"
+    return f"TIMESTAMP '{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S.%f}'"
 
 
 def describe_error(exc: BaseException) -> str:

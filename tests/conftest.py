@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse
+from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse, start_server
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -39,22 +39,12 @@ def pg_url_factory():
         cm.__exit__(None, None, None)
 
 
-def _server_env(backend: str, request) -> dict[str, str]:
-    if backend == "postgres":
-        url = request.getfixturevalue("pg_url")
-        return {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-    return {}
-
-
 @pytest.fixture(scope="session", params=BACKENDS)
 def server(request) -> CatalogServer:
     """The shared catalog server, once per backend."""
     backend = request.param
-    srv = CatalogServer(_server_env(backend, request))
+    srv = start_server(pg_url=request.getfixturevalue("pg_url") if backend == "postgres" else None)
     srv.backend = backend
-    srv.start()
-    if backend == "postgres":
-        httpx.post(srv.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True})
     yield srv
     srv.close()
 

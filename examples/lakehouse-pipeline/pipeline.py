@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -200,7 +200,7 @@ def generate_dataset(seed: int = DEFAULT_SEED, *, orders: int = 1500, customers:
             {**row, "list_price": _money(float(row["list_price"]) * 1.1), "updated_at": start + timedelta(days=1)}
             for row in rng.sample(product_rows, k=max(1, products // 10))
         ]  # fmt: skip
-        batches.append(Batch(number=number, ingested_at=cutoff.replace(tzinfo=timezone.utc),
+        batches.append(Batch(number=number, ingested_at=cutoff.replace(tzinfo=UTC),
                              customers=new_customers + changed_customers, products=product_changes,
                              orders=orders_rows))  # fmt: skip
     return Dataset(seed=seed, batches=batches)
@@ -424,7 +424,7 @@ def pyiceberg_catalog(lake: Lakehouse):
 def gold_rows_pyiceberg(lake: Lakehouse) -> list[tuple]:
     table = pyiceberg_catalog(lake).load_table(GOLD_TABLE)
     arrow = table.scan(selected_fields=GOLD_COLUMNS).to_arrow()
-    return _sorted_rows(zip(*(arrow.column(name).to_pylist() for name in GOLD_COLUMNS)))
+    return _sorted_rows(zip(*(arrow.column(name).to_pylist() for name in GOLD_COLUMNS), strict=True))
 
 
 def gold_rows_duckdb(lake: Lakehouse) -> list[tuple]:

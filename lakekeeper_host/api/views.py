@@ -39,7 +39,9 @@ async def list_views(prefix: str, namespace: str):
 async def create_view(prefix: str, namespace: str):
     warehouse = await require_warehouse(state(), prefix)
     return json_response(
-        await views.create_view(state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access())
+        await views.create_view(
+            state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
+        )
     )
 
 
@@ -94,5 +96,7 @@ async def rename_view(prefix: str):
 async def register_view(prefix: str, namespace: str):
     warehouse = await require_warehouse(state(), prefix)
     return json_response(
-        await views.register_view(state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access())
+        await views.register_view(
+            state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
+        )
     )

@@ -26,7 +26,8 @@ def lakekeeper_startup(state):
         return
     from lakekeeper_host.server import idempotency, metrics_reports, scan_planning
 
-    loops = {"idempotency-cleanup": idempotency.cleanup_loop, "metrics-report-retention": metrics_reports.retention_loop,
+    loops = {"idempotency-cleanup": idempotency.cleanup_loop,
+             "metrics-report-retention": metrics_reports.retention_loop,
              "scan-plan-expiry": scan_planning.expiry_loop}
     if not idempotency.enabled(state):
         loops.pop("idempotency-cleanup")

@@ -35,7 +35,9 @@ _NONCE_BYTES = 12
 class SecretDecryptionError(SecretStoreError):
     """A stored secret does not open with the configured key (wrong key, or a damaged row)."""
 
-    def __init__(self, secret_id: str, reason: str = "cannot be decrypted with the configured LAKEKEEPER__PG_ENCRYPTION_KEY"):
+    def __init__(
+        self, secret_id: str, reason: str = "cannot be decrypted with the configured LAKEKEEPER__PG_ENCRYPTION_KEY"
+    ):
         super().__init__(f"Secret {secret_id} {reason}", code=500, type_="SecretDecryptionError")
         self.secret_id = secret_id
 
@@ -149,7 +151,8 @@ class DatabaseSecretStore:
             shown = ", ".join(unreadable[:5]) + (f" and {len(unreadable) - 5} more" if len(unreadable) > 5 else "")
             raise SecretDecryptionError(
                 shown,
-                "open(s) with neither the configured LAKEKEEPER__PG_ENCRYPTION_KEY nor the new key; nothing was changed",
+                "open(s) with neither the configured LAKEKEEPER__PG_ENCRYPTION_KEY nor the new key; "
+                "nothing was changed",
             )
         return Resealed(resealed=resealed, already_current=already)
 

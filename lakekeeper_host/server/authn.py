@@ -417,7 +417,8 @@ class OidcProvider:
             )
         if _KEY_TYPE_FOR_ALG.get(str(alg)[:2]) != key.key_type:
             raise authentication_failed(
-                f"algorithm '{alg}' does not fit the {key.key_type} key '{kid[:64]}' of identity provider '{self.idp_id}'"
+                f"algorithm '{alg}' does not fit the {key.key_type} key '{kid[:64]}' "
+                f"of identity provider '{self.idp_id}'"
             )
         try:
             verified = jws.deserialize_compact(token, key, algorithms=[alg])
@@ -465,7 +466,9 @@ class OidcProvider:
             )
         if self.config.scope:
             granted = claims.get("scope") or claims.get("scp") or ""
-            granted_set = set(granted.split() if isinstance(granted, str) else granted if isinstance(granted, list) else [])
+            granted_set = set(
+                granted.split() if isinstance(granted, str) else granted if isinstance(granted, list) else []
+            )
             missing = [s for s in self.config.scope.split() if s not in granted_set]
             if missing:
                 raise authentication_failed(
@@ -566,11 +569,15 @@ class KubernetesProvider:
         try:
             own_token = self._service_account_token()
         except OSError as exc:
-            raise identity_provider_unavailable(K8S_IDP_ID, f"cannot read the server's service-account token: {exc}") from None
+            raise identity_provider_unavailable(
+                K8S_IDP_ID, f"cannot read the server's service-account token: {exc}"
+            ) from None
         try:
             response = await self.http.post(self.url, json=body, headers={"Authorization": f"Bearer {own_token}"})
         except httpx.HTTPError as exc:
-            raise identity_provider_unavailable(K8S_IDP_ID, f"TokenReview at {self.url} failed: {type(exc).__name__}") from None
+            raise identity_provider_unavailable(
+                K8S_IDP_ID, f"TokenReview at {self.url} failed: {type(exc).__name__}"
+            ) from None
         if response.status_code >= 500 or response.status_code in (401, 403, 429):
             raise identity_provider_unavailable(
                 K8S_IDP_ID, f"TokenReview at {self.url} answered HTTP {response.status_code}"

@@ -66,12 +66,18 @@ from pyiceberg.table.update import (
 
 from lakekeeper_host.errors import CatalogError, bad_request, commit_failed, no_such_namespace, no_such_table
 from lakekeeper_host.server import events, metadata_io
-from lakekeeper_host.server.context import conflict_for_existing, ident, validate_name, validate_namespace
+from lakekeeper_host.server.context import (
+    conflict_for_existing,
+    ident,
+    refresh_warehouse,
+    validate_name,
+    validate_namespace,
+)
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import Storage
-from lakekeeper_host.store import namespaces as namespace_store
 from lakekeeper_host.store import new_id
 from lakekeeper_host.store import tabulars as tabular_store
+from lakekeeper_host.store.cache import PARSED_WEIGHT
 from lakekeeper_host.store.tabulars import TabularRow
 from lakekeeper_host.store.warehouses import WarehouseRow
 
@@ -348,7 +354,9 @@ def _(update: AddPartitionSpecUpdate, metadata: TableMetadata, ctx: _Context) ->
     assigned = max((s.spec_id for s in metadata.partition_specs), default=-1) + 1
     ctx.spec_ids[spec.spec_id] = assigned
     ctx.last_added_spec_id = assigned
-    return _apply_table_update(AddPartitionSpecUpdate(spec=spec.model_copy(update={"spec_id": assigned})), metadata, ctx)
+    return _apply_table_update(
+        AddPartitionSpecUpdate(spec=spec.model_copy(update={"spec_id": assigned})), metadata, ctx
+    )
 
 
 @_apply.register
@@ -528,6 +536,16 @@ class _LostRace(Exception):
     """A compare-and-swap found the table changed: roll back and try again."""
 
 
+class _StaleWarehouse(Exception):
+    """The warehouse row (maybe cached) is older than the database's: re-read it and start again."""
+
+
+def _remember_parsed(state: AppState, metadata_location: str, metadata: TableMetadata, json_size: int) -> None:
+    """Parsed metadata by location (immutable, so shared read-only): the next commit of the table
+    on this replica skips reading and parsing it."""
+    state.store.caches.metadata.put("parsed", metadata_location, metadata, json_size * PARSED_WEIGHT)
+
+
 async def commit_tables(
     state: AppState, meta: Any, warehouse: WarehouseRow, changes: Sequence[TableChange]
 ) -> list[CommitResult]:
@@ -547,7 +565,13 @@ async def commit_tables(
 
     # ------------------------------------------------ BUSINESS LOGIC
     for attempt in range(MAX_COMMIT_ATTEMPTS):
-        pending = [await _prepare(state, warehouse, storage, change, allowed) for change in changes]
+        try:
+            pending = [await _prepare(state, warehouse, storage, change, allowed) for change in changes]
+        except _StaleWarehouse:  # changed on another replica: its storage profile may be new
+            warehouse = await refresh_warehouse(state, warehouse.id)
+            storage = await state.storage_for(warehouse)
+            allowed, _ = effective_format_versions(warehouse)
+            continue
         for item in pending:  # checkers see the CURRENT metadata (None: the commit creates the table)
             await state.contracts.check_table_updates(list(item.change.updates), item.base)
         try:
@@ -566,11 +590,17 @@ async def commit_tables(
         except BaseException:
             await metadata_io.delete_quietly(storage, [p.metadata_location for p in pending if p.written])
             raise
+        for item in pending:
+            if item.changed:
+                tabular_store.remember_metadata(state.store, item.metadata_location, item.metadata_json)
+                _remember_parsed(state, item.metadata_location, item.metadata, len(item.metadata_json))
         for item in pending:  # best effort, after the commit is durable
             if item.changed and item.base is not None:
                 await metadata_io.delete_quietly(
                     storage,
-                    metadata_io.expired_files(item.base, item.row.metadata_location, item.metadata, item.metadata_location),
+                    metadata_io.expired_files(
+                        item.base, item.row.metadata_location, item.metadata, item.metadata_location
+                    ),
                 )
 
         # ------------------------------------------------ EVENTS
@@ -595,19 +625,31 @@ async def _prepare(
     state: AppState, warehouse: WarehouseRow, storage: Storage, change: TableChange, allowed: Sequence[int]
 ) -> _Pending:
     """Read the current state of one table and compute its new metadata (no writes)."""
-    namespace = await namespace_store.get_namespace(state.store, warehouse.id, change.namespace)
+    found = await tabular_store.find_tabular(
+        state.store, warehouse.id, change.namespace, change.name, include_staged=True, with_metadata=False
+    )
+    namespace, row = found.namespace, found.tabular
     if namespace is None:
         if change.creates:
             raise no_such_namespace(change.namespace)
         raise no_such_table(change.namespace, change.name)
-    row = await tabular_store.get_tabular(state.store, namespace.id, change.name, include_staged=True)
+    if found.warehouse_version != warehouse.version or found.warehouse_status != "active":
+        raise _StaleWarehouse()
     if row is not None and row.typ != "table":
         if change.creates:
             raise conflict_for_existing(row.typ, change.namespace, change.name, "table")
         raise no_such_table(change.namespace, change.name)
     if row is None and not change.creates:
         raise no_such_table(change.namespace, change.name)
-    base = None if row is None or row.staged else metadata_io.parse(row.metadata)
+    base = None
+    if row is not None and not row.staged:
+        base = state.store.caches.metadata.get("parsed", row.metadata_location)
+        if base is None:
+            row = await tabular_store.with_current_metadata(state.store, row)
+            if row is None:  # dropped meanwhile
+                raise no_such_table(change.namespace, change.name)
+            base = metadata_io.parse(row.metadata)
+            _remember_parsed(state, row.metadata_location, base, len(row.metadata))
     for requirement in change.requirements:
         check_requirement(requirement, base)
     metadata, changed = apply_updates(
@@ -621,6 +663,10 @@ async def _prepare(
         raise bad_request(f"Cannot create table {ident(change.namespace, change.name)} from a commit without updates")
     item = _Pending(change, namespace.id, row, base, metadata, changed=changed)
     if not item.changed:
+        row = await tabular_store.with_current_metadata(state.store, row)
+        if row is None:
+            raise no_such_table(change.namespace, change.name)
+        item.row = row
         item.metadata_json = row.metadata or metadata_io.to_json(metadata)
         item.metadata_location = row.metadata_location or ""
         return item
@@ -651,7 +697,9 @@ async def _swap(tx: Any, warehouse: WarehouseRow, storage: Storage, item: _Pendi
         )
         if taken is not None:
             raise CatalogError(
-                409, "LocationAlreadyTaken", f"Location {item.table_location} overlaps the location {taken} of another table or view"
+                409,
+                "LocationAlreadyTaken",
+                f"Location {item.table_location} overlaps the location {taken} of another table or view",
             )
     if row is None:
         tabular_id = str(item.metadata.table_uuid)

@@ -117,10 +117,27 @@ async def require_warehouse(state: AppState, prefix: str | None) -> WarehouseRow
         warehouse_id = str(uuid.UUID(prefix))
     except ValueError:
         raise no_such_warehouse(f"Warehouse {prefix} not found") from None
-    warehouse = await warehouse_store.get_warehouse(state.store, warehouse_id)
+    warehouse = await warehouse_store.get_warehouse_cached(state.store, warehouse_id)
     if warehouse is None or not warehouse.is_active:
         raise no_such_warehouse(f"Warehouse {prefix} not found")
     return warehouse
+
+
+async def current_warehouse(state: AppState, warehouse: WarehouseRow, version: int, status: str) -> WarehouseRow:
+    """``warehouse`` (maybe from the cache) checked against the ``version``/``status`` a query just
+    read: a newer row (changed on another replica) is fetched; inactive or gone is a 404."""
+    if warehouse.version == version and status == "active":
+        return warehouse
+    return await refresh_warehouse(state, warehouse.id)
+
+
+async def refresh_warehouse(state: AppState, warehouse_id: str) -> WarehouseRow:
+    """The active warehouse as the database has it now (re-cached); 404 when inactive or gone."""
+    warehouse_store.forget_warehouse(state.store, warehouse_id)
+    fresh = await warehouse_store.get_warehouse_cached(state.store, warehouse_id)
+    if fresh is None or not fresh.is_active:
+        raise no_such_warehouse(f"Warehouse {warehouse_id} not found")
+    return fresh
 
 
 async def get_namespace(state: AppState, warehouse: WarehouseRow, parts: Sequence[str]) -> NamespaceRow | None:

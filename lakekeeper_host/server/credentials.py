@@ -29,6 +29,8 @@ async def load_credentials(
 
     # ------------------------------------------------ BUSINESS LOGIC
     storage = await state.storage_for(warehouse)
-    request = access_request(meta, warehouse, parts, row.name, row, row.location, access | DataAccess.VENDED_CREDENTIALS)
+    request = access_request(
+        meta, warehouse, parts, row.name, row, row.location, access | DataAccess.VENDED_CREDENTIALS
+    )
     config = await storage.table_config(request)
     return {"storage-credentials": list(config.storage_credentials)}

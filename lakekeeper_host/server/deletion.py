@@ -153,7 +153,7 @@ async def _raise_gone(db: Executor, warehouse_id: str, tabular: Any) -> None:
 def _target(item: Any) -> tuple[str, str]:
     if isinstance(item, dict):
         return str(item.get("type")), str(item.get("id"))
-    return str(getattr(item, "type")), str(getattr(item, "id"))
+    return str(item.type), str(item.id)
 
 
 async def undrop_tabulars(state: AppState, meta: Any, warehouse: Any, targets: Iterable[Any]) -> list[Any]:
@@ -199,7 +199,7 @@ async def undrop_tabulars(state: AppState, meta: Any, warehouse: Any, targets: I
         state,
         meta,
         warehouse_id,
-        [{"id": r.id, "name": r.name, "typ": r.typ, "namespace": n[:-1]} for r, n in zip(restored, names)],
+        [{"id": r.id, "name": r.name, "typ": r.typ, "namespace": n[:-1]} for r, n in zip(restored, names, strict=True)],
     )
     return restored
 

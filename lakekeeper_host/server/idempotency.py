@@ -30,6 +30,7 @@ import logging
 import re
 import uuid
 from datetime import timedelta
+
 from lakekeeper_host.config.types import format_duration
 from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.service.state import AppState
@@ -140,7 +141,9 @@ async def claim(state: AppState, warehouse_id: str, key: str, operation: str) ->
     raise CatalogError(409, "RequestInProgress", f"A request with Idempotency-Key {key} is still being processed")
 
 
-async def finalize(state: AppState, warehouse_id: str, key: str, status: int, headers: dict[str, str], body: str) -> None:
+async def finalize(
+    state: AppState, warehouse_id: str, key: str, status: int, headers: dict[str, str], body: str
+) -> None:
     """Store the outcome of a claimed key (or release it when the outcome is not replayable)."""
     if not is_final(status):
         await release(state, warehouse_id, key)

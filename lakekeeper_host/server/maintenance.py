@@ -51,8 +51,7 @@ from lakekeeper_host.spark_maintenance import (
     summarize,
 )
 from lakekeeper_host.store import maintenance as maintenance_store
-from lakekeeper_host.store import now_ms
-from lakekeeper_host.store import tabular_admin
+from lakekeeper_host.store import now_ms, tabular_admin
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.tasks import TaskRow
@@ -239,7 +238,7 @@ async def run_job_process(job: MaintenanceJob, timeout: timedelta) -> list[Table
         stdout, stderr = await asyncio.wait_for(
             process.communicate(json.dumps(WIRE.unstructure(job)).encode()), timeout.total_seconds()
         )
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise MaintenanceJobFailed(f"Spark job did not finish within {timeout}") from None
     finally:
         if process.returncode is None:
@@ -270,7 +269,7 @@ async def _stop_process_group(process: asyncio.subprocess.Process) -> None:
         try:
             await asyncio.wait_for(process.wait(), grace)
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
 
 

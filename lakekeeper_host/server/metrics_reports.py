@@ -26,7 +26,12 @@ from lakekeeper_host.store.db import now_ms
 
 log = logging.getLogger(__name__)
 
-REPORT_TYPES = {"scan-report": "scan-report", "commit-report": "commit-report", "scan": "scan-report", "commit": "commit-report"}
+REPORT_TYPES = {
+    "scan-report": "scan-report",
+    "commit-report": "commit-report",
+    "scan": "scan-report",
+    "commit": "commit-report",
+}
 
 
 @frozen
@@ -53,7 +58,9 @@ def reports_config(state: AppState) -> MetricsReportsConfig:
 
 
 _REQUIRED = {
-    "scan-report": ("table-name", "snapshot-id", "filter", "schema-id", "projected-field-ids", "projected-field-names", "metrics"),
+    "scan-report": (
+        "table-name", "snapshot-id", "filter", "schema-id", "projected-field-ids", "projected-field-names", "metrics"
+    ),
     "commit-report": ("table-name", "snapshot-id", "sequence-number", "operation", "metrics"),
 }
 _INTEGERS = ("snapshot-id", "schema-id", "sequence-number")

@@ -116,7 +116,11 @@ async def drop_namespace(
                 )
             tab = next((t for t in tabulars if t["protected"] and t["deleted_at"] is None), None)
             if tab is not None:
-                raise CatalogError(409, "ChildTabularProtected", f"{tab['typ'].title()} {tab['name']!r} below is protected; use force=true")
+                raise CatalogError(
+                    409,
+                    "ChildTabularProtected",
+                    f"{tab['typ'].title()} {tab['name']!r} below is protected; use force=true",
+                )
         ids = [t["id"] for t in tabulars]
         if await ns_store.running_tasks_for(tx, ids, "soft_deletion"):
             raise CatalogError(
@@ -163,7 +167,9 @@ def _validate_destination(state: AppState, destination: Any) -> list[str]:
         raise bad_request(f"Namespace depth may not exceed {MAX_NAMESPACE_DEPTH}", "InvalidNamespace")
     for part in destination:
         if not part or "." in part or "+" in part or NAMESPACE_SEPARATOR in part:
-            raise bad_request(f"Invalid namespace part {part!r}: must be non-empty without '.' or '+'", "InvalidNamespace")
+            raise bad_request(
+                f"Invalid namespace part {part!r}: must be non-empty without '.' or '+'", "InvalidNamespace"
+            )
     if is_reserved(state, destination):
         raise bad_request(f"Namespace {destination[0]!r} is reserved", "ReservedNamespace")
     return list(destination)

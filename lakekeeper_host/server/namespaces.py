@@ -152,7 +152,8 @@ async def create_namespace(state: AppState, meta: Any, warehouse: WarehouseRow, 
     if requested:
         if not storage.is_allowed_location(requested):
             raise bad_request(
-                f"Location {requested} is not allowed: it must be inside the warehouse location {storage.base_location()}",
+                f"Location {requested} is not allowed: "
+                f"it must be inside the warehouse location {storage.base_location()}",
                 "InvalidLocation",
             )
         location = _with_slash(requested)

@@ -70,7 +70,9 @@ async def _after_project_created(state: AppState, project_id: str) -> None:
 
 async def create_project(state: AppState, meta: Any, name: str, explicit_id: str | None) -> str:
     if not isinstance(name, str) or not name.strip():
-        raise bad_request("Invalid request body: project-name must not be empty @ body.project-name", "EmptyProjectName")
+        raise bad_request(
+            "Invalid request body: project-name must not be empty @ body.project-name", "EmptyProjectName"
+        )
     project_id = resolve_project_id(state, None, explicit_id) if explicit_id else new_id()
     from lakekeeper_host.server.warehouses import authorize
 
@@ -99,7 +101,7 @@ async def list_projects(state: AppState, meta: Any) -> list[ProjectRow]:
     allowed = await state.authorizer.are_allowed(
         actor, "include_in_list", [Resource("project", p.id) for p in projects]
     )
-    return [p for p, ok in zip(projects, allowed) if ok]
+    return [p for p, ok in zip(projects, allowed, strict=True) if ok]
 
 
 async def rename_project(state: AppState, meta: Any, project_id: str, new_name: Any) -> None:

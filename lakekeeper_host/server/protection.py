@@ -32,7 +32,9 @@ def protection_json(protected: bool, updated_at: int | None) -> dict[str, Any]:
     return {"protected": bool(protected), "updated-at": _iso(updated_at)}
 
 
-async def get_tabular_protection(state: AppState, meta: Any, warehouse_id: str, tabular_id: str, typ: str) -> dict[str, Any]:
+async def get_tabular_protection(
+    state: AppState, meta: Any, warehouse_id: str, tabular_id: str, typ: str
+) -> dict[str, Any]:
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
     label = _LABEL[typ]
     row = await tabular_admin.get_tabular_info(state.store, warehouse.id, _uuid_or_404(tabular_id, label))

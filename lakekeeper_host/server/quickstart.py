@@ -16,8 +16,8 @@ DEMO_WAREHOUSE = "demo"
 
 async def embedded_quickstart(state: AppState) -> None:
     """Idempotent: safe on every start and when several workers start at once."""
-    from lakekeeper_host.server.warehouses import CreateWarehouse, create_warehouse
     from lakekeeper_host.errors import CatalogError
+    from lakekeeper_host.server.warehouses import CreateWarehouse, create_warehouse
 
     host = state.settings.host
     await mark_bootstrapped(state.store)

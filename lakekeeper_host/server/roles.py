@@ -535,7 +535,9 @@ async def resolve_assumed_role(state: AppState, actor: Actor, header_value: str)
     try:
         role_id = str(uuid.UUID(header_value.strip()))
     except ValueError:
-        raise bad_request("Failed to parse Role-ID in header x-assume-role: expected a UUID", "InvalidRoleIdError") from None
+        raise bad_request(
+            "Failed to parse Role-ID in header x-assume-role: expected a UUID", "InvalidRoleIdError"
+        ) from None
     if await role_store.get_role(state.store, role_id) is None:
         raise bad_request(
             f"Failed to resolve role with id {role_id} presented in header x-assume-role", "InvalidAssumeRoleId"

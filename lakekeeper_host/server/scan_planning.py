@@ -37,13 +37,19 @@ from typing import Any
 
 from attrs import field, frozen, validators
 from pydantic import ValidationError
-
 from pyiceberg.catalog.rest.scan_planning import PlanTableScanRequest
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, BoundNotStartsWith, BoundStartsWith, Not, Or
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO, InputFile, OutputFile
-from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from pyiceberg.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
 from pyiceberg.schema import Schema
 from pyiceberg.table import ManifestGroupPlanner
 from pyiceberg.table.delete_file_index import DeleteFileIndex
@@ -229,7 +235,8 @@ def parse_plan_request(body: Any, metadata: TableMetadata) -> PlanRequest:
             raise illegal_argument(f"Invalid select: {exc}") from None
     stats_ids = set()
     for name in request.stats_fields or ():
-        found = schema.find_field(name, request.case_sensitive) if _has_field(schema, name, request.case_sensitive) else None
+        known = _has_field(schema, name, request.case_sensitive)
+        found = schema.find_field(name, request.case_sensitive) if known else None
         if found is None:
             raise illegal_argument(f"Invalid stats-fields: cannot find field {name!r} in {schema}")
         stats_ids.add(found.field_id)
@@ -436,7 +443,10 @@ class Planner:
             return False
         spec = self.request.metadata.specs().get(delete.data_file.spec_id)
         if spec is not None and not spec.is_unpartitioned():
-            same_partition = delete.data_file.spec_id == data.data_file.spec_id and delete.data_file.partition == data.data_file.partition
+            same_partition = (
+                delete.data_file.spec_id == data.data_file.spec_id
+                and delete.data_file.partition == data.data_file.partition
+            )
             if not same_partition:
                 return False
         return self._may_hold_deleted_values(delete.data_file, data.data_file)
@@ -455,7 +465,11 @@ class Planner:
                 continue
             if _may_have_nulls(data, field_id) and _may_have_nulls(delete, field_id):
                 continue  # a null in a delete file deletes nulls
-            bounds = [_bound(f, attr, field_id, field_type) for f in (data, delete) for attr in ("lower_bounds", "upper_bounds")]
+            bounds = [
+                _bound(f, attr, field_id, field_type)
+                for f in (data, delete)
+                for attr in ("lower_bounds", "upper_bounds")
+            ]
             if None in bounds:
                 continue
             data_lower, data_upper, delete_lower, delete_upper = bounds
@@ -714,7 +728,8 @@ async def fetch_planning_result(state: AppState, *, tabular_id: str, plan_id: st
     if plan.status == "submitted":
         return {"status": "submitted", "plan-id": plan.id}
     if plan.status == "failed":
-        return {"status": "failed", "error": plan.error or {"message": "Scan planning failed", "type": "InternalServerError", "code": 500}}
+        failure = {"message": "Scan planning failed", "type": "InternalServerError", "code": 500}
+        return {"status": "failed", "error": plan.error or failure}
     if plan.status == "cancelled":
         return {"status": "cancelled"}
     first = await plan_store.get_page(state.store, plan.id, 0) or {"file-scan-tasks": [], "delete-files": []}

@@ -72,7 +72,9 @@ class ParsedRequest:
 def parse_request(uri: str, method: str, body: str | None, url_style: str) -> ParsedRequest:
     parts = urlsplit(uri)
     if parts.scheme not in ("http", "https"):
-        raise bad_request("URI to sign does not have a supported scheme. Expected https or http", "UriSchemeNotSupported")
+        raise bad_request(
+            "URI to sign does not have a supported scheme. Expected https or http", "UriSchemeNotSupported"
+        )
     method = method.upper()
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     bulk_delete = method == "POST" and "delete" in query
@@ -113,7 +115,9 @@ def _virtual_host(parts, *, known: bool) -> tuple[str, str]:
     if known or host.endswith(".r2.cloudflarestorage.com"):
         bucket, dot, _ = host.partition(".")
         if not dot:
-            raise bad_request("Invalid virtual-host style URL: Expected at least one point in hostname", "InvalidHostStyleURL")
+            raise bad_request(
+                "Invalid virtual-host style URL: Expected at least one point in hostname", "InvalidHostStyleURL"
+            )
     else:
         match = _VIRTUAL_HOST.match(host)
         if not match or not match.group(2):

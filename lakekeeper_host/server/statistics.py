@@ -11,14 +11,13 @@ import asyncio
 import logging
 import re
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lakekeeper_host.errors import bad_request
 from lakekeeper_host.service.state import AppState
-from lakekeeper_host.store import now_ms
+from lakekeeper_host.store import now_ms, tabular_admin
 from lakekeeper_host.store import statistics as stats_store
-from lakekeeper_host.store import tabular_admin
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +28,10 @@ Key = tuple[str | None, str | None, str, int]
 
 
 def http_route(method: str, rule: str) -> str:
-    """``GET /catalog/v1/<prefix>/namespaces/<path:namespace>`` -> ``GET /catalog/v1/{prefix}/namespaces/{namespace}``."""
+    """The endpoint as the statistics name it: a Quart rule with its variables in braces.
+
+    ``GET /catalog/v1/<prefix>/namespaces/<path:namespace>`` -> ``GET /catalog/v1/{prefix}/namespaces/{namespace}``.
+    """
     return f"{method} {_RULE_VAR.sub(lambda m: '{' + m.group(1) + '}', rule)}"
 
 
@@ -152,7 +154,7 @@ async def flush_endpoint_statistics(state: AppState) -> None:
 def _iso(ms: int | None) -> str | None:
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def _parse_window(spec: Any) -> tuple[int, int]:
@@ -181,7 +183,7 @@ def _parse_window(spec: Any) -> tuple[int, int]:
             end_s, interval_s = str(token).split("_", 1)
             return int(end_s), int(interval_s)
         except ValueError:
-            raise bad_request(f"Invalid request body: invalid page token @ body.range-specifier.token") from None
+            raise bad_request("Invalid request body: invalid page token @ body.range-specifier.token") from None
     raise bad_request("Invalid request body: type must be window or page-token @ body.range-specifier.type")
 
 
@@ -202,7 +204,8 @@ async def endpoint_statistics(state: AppState, project_id: str, body: Any) -> di
         warehouse_filter = ""
     status_codes = body.get("status-codes")
     if status_codes is not None and (
-        not isinstance(status_codes, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in status_codes)
+        not isinstance(status_codes, list)
+        or not all(isinstance(c, int) and not isinstance(c, bool) for c in status_codes)
     ):
         raise bad_request("Invalid request body: expected a list of integers @ body.status-codes")
     end, interval = _parse_window(body.get("range-specifier"))
@@ -217,7 +220,8 @@ async def endpoint_statistics(state: AppState, project_id: str, body: Any) -> di
         start=end - interval,
         end=end,
     )
-    names = await stats_store.warehouse_names(state.store, sorted({r["warehouse_id"] for r in rows if r["warehouse_id"]}))
+    warehouse_ids = sorted({r["warehouse_id"] for r in rows if r["warehouse_id"]})
+    names = await stats_store.warehouse_names(state.store, warehouse_ids)
     buckets: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         buckets.setdefault(row["bucket_start"], []).append(
@@ -255,7 +259,8 @@ async def warehouse_statistics(
 ) -> dict[str, Any]:
     async with state.store.transaction() as tx:
         await snapshot_warehouse(tx, warehouse_id)
-    limit = max(1, min(page_size or state.settings.host.pagination_size_default, state.settings.host.pagination_size_max))
+    host = state.settings.host
+    limit = max(1, min(page_size or host.pagination_size_default, host.pagination_size_max))
     before = None
     if page_token:
         try:

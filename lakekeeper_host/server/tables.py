@@ -33,6 +33,7 @@ from lakekeeper_host.server.commit import validate_table_properties
 from lakekeeper_host.server.context import (
     authorize,
     conflict_for_existing,
+    current_warehouse,
     decode_page_token,
     encode_page_token,
     get_namespace,
@@ -47,7 +48,13 @@ from lakekeeper_host.server.context import (
 from lakekeeper_host.server.etag import StorageShape, match_not_modified, parse_if_none_match, shape_hash, table_etag
 from lakekeeper_host.server.namespaces import render_layout_segment, storage_layout
 from lakekeeper_host.service.state import AppState
-from lakekeeper_host.service.storage import DataAccess, StoragePermission, TableAccessRequest, TableConfig, join_location
+from lakekeeper_host.service.storage import (
+    DataAccess,
+    StoragePermission,
+    TableAccessRequest,
+    TableConfig,
+    join_location,
+)
 from lakekeeper_host.store import new_id
 from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store.namespaces import NamespaceRow
@@ -94,7 +101,9 @@ async def requested_location(state: AppState, warehouse: WarehouseRow, location:
     return storage.normalize_location(location)
 
 
-async def check_location_available(db: Any, warehouse: WarehouseRow, location: str, *, exclude_id: str | None = None) -> None:
+async def check_location_available(
+    db: Any, warehouse: WarehouseRow, location: str, *, exclude_id: str | None = None
+) -> None:
     """409 ``LocationAlreadyTaken`` when another tabular's location overlaps ``location``."""
     taken = await tabular_store.location_conflict(db, warehouse.id, location, exclude_id=exclude_id)
     if taken is not None:
@@ -215,7 +224,8 @@ def new_metadata(
     metadata = new_table_metadata(schema, spec, order, location, properties, uuid.UUID(table_uuid))
     if metadata.format_version >= 2:
         fresh = pre_order_visit(schema, _FreshIdsKeepingDefaults())
-        metadata = metadata.model_copy(update={"schemas": [fresh.model_copy(update={"schema_id": metadata.current_schema_id})]})
+        fresh = fresh.model_copy(update={"schema_id": metadata.current_schema_id})
+        metadata = metadata.model_copy(update={"schemas": [fresh]})
     if metadata.format_version >= 3 and metadata.next_row_id is None:
         metadata = metadata.model_copy(update={"next_row_id": 0})
     return metadata
@@ -270,8 +280,12 @@ async def create_table(
     if "schema" not in body:
         raise bad_request("Invalid request body: missing field `schema` @ body.schema")
     schema = _parse_model(Schema, body["schema"], "schema")
-    spec = _parse_model(PartitionSpec, body["partition-spec"], "partition-spec") if body.get("partition-spec") else UNPARTITIONED_PARTITION_SPEC
-    order = _parse_model(SortOrder, body["write-order"], "write-order") if body.get("write-order") else UNSORTED_SORT_ORDER
+    spec = UNPARTITIONED_PARTITION_SPEC
+    if body.get("partition-spec"):
+        spec = _parse_model(PartitionSpec, body["partition-spec"], "partition-spec")
+    order = UNSORTED_SORT_ORDER
+    if body.get("write-order"):
+        order = _parse_model(SortOrder, body["write-order"], "write-order")
     properties = body.get("properties") or {}
     if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
         raise bad_request("Invalid request body: properties must map strings to strings @ body.properties")
@@ -331,6 +345,8 @@ async def create_table(
             await metadata_io.delete_quietly(storage, [metadata_location])
         raise
 
+    tabular_store.remember_metadata(state.store, metadata_location, metadata_json)
+
     # ------------------------------------------------ EVENTS
     # createTable (not for stage-create: the table exists only after its first commit)
     if not stage_create:
@@ -346,20 +362,39 @@ async def create_table(
 # ---------------------------------------------------------------- load / exists
 
 
+async def lookup_tabular(
+    state: AppState, warehouse: WarehouseRow, parts: list[str], name: str, *, typ: str = "table",
+    include_staged: bool = False, with_metadata: bool = True,
+) -> tabular_store.TabularLookup:
+    """Namespace and live row of a table/view in one query; 404 ``NoSuch<Table|View>Exception``
+    when either is missing. ``with_metadata=False``: see :func:`tabular_store.with_current_metadata`."""
+    validate_namespace(parts)
+    validate_name(name)
+    found = await tabular_store.find_tabular(state.store, warehouse.id, parts, name, typ,
+                                             include_staged=include_staged, with_metadata=with_metadata)
+    if found.namespace is None or found.tabular is None:
+        raise _not_found(typ, parts, name)
+    return found
+
+
 async def resolve_table(
     state: AppState, warehouse: WarehouseRow, parts: list[str], name: str, *, typ: str = "table",
     include_staged: bool = False,
 ) -> tuple[NamespaceRow, TabularRow]:
     """Namespace and live row of a table/view; 404 ``NoSuch<Table|View>Exception`` when either is missing."""
-    validate_namespace(parts)
-    validate_name(name)
-    namespace = await get_namespace(state, warehouse, parts)
-    if namespace is None:
-        raise _not_found(typ, parts, name)
-    row = await tabular_store.get_tabular(state.store, namespace.id, name, typ, include_staged=include_staged)
-    if row is None:
-        raise _not_found(typ, parts, name)
-    return namespace, row
+    found = await lookup_tabular(state, warehouse, parts, name, typ=typ, include_staged=include_staged)
+    assert found.namespace is not None and found.tabular is not None
+    return found.namespace, found.tabular
+
+
+def refs_only_cached(state: AppState, metadata_location: str, metadata_json: str) -> str:
+    """:func:`refs_only`, computed once per metadata file (the cache is keyed by its location)."""
+    cache = state.store.caches.metadata
+    body = cache.get("refs", metadata_location)
+    if body is None:
+        body = refs_only(metadata_json)
+        cache.put("refs", metadata_location, body, len(body))
+    return body
 
 
 async def load_table(
@@ -377,8 +412,14 @@ async def load_table(
     mode = (snapshots or "all").lower()
     if mode not in SNAPSHOT_MODES:
         raise bad_request(f"Invalid snapshots mode {snapshots!r}: use 'all' or 'refs'")
-    namespace, row = await resolve_table(state, warehouse, parts, name)
-    await authorize(state, meta, "get_metadata", "table", row.id, warehouse)
+    # one query finds namespace, table and the warehouse's current version; the metadata JSON
+    # comes from the cache keyed by its (immutable) location when this process has seen it
+    found = await lookup_tabular(state, warehouse, parts, name, with_metadata=False)
+    warehouse = await current_warehouse(state, warehouse, found.warehouse_version, found.warehouse_status)
+    await authorize(state, meta, "get_metadata", "table", found.tabular.id, warehouse)
+    row = await tabular_store.with_current_metadata(state.store, found.tabular)
+    if row is None:
+        raise _not_found("table", parts, name)
     storage = await state.storage_for(warehouse)
     if not await storage.exists(row.metadata_location):
         raise not_found(f"Failed to open input stream for file: {row.metadata_location}")
@@ -393,14 +434,14 @@ async def load_table(
         if matched is not None:
             return None, matched
     etag = load_etag(warehouse, row.metadata_location, access, snapshots=mode, expires_at_ms=config.expires_at_ms)
-    metadata_json = row.metadata if mode == "all" else refs_only(row.metadata)
+    metadata_json = row.metadata if mode == "all" else refs_only_cached(state, row.metadata_location, row.metadata)
     return load_result_json(row.metadata_location, metadata_json, config), etag
 
 
 async def table_exists(state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], name: str) -> None:
     """Returns when the table exists; 404 otherwise."""
-    _, row = await resolve_table(state, warehouse, parts, name)
-    await authorize(state, meta, "get_metadata", "table", row.id, warehouse)
+    found = await lookup_tabular(state, warehouse, parts, name, with_metadata=False)
+    await authorize(state, meta, "get_metadata", "table", found.tabular.id, warehouse)
 
 
 # ---------------------------------------------------------------- drop
@@ -428,11 +469,8 @@ async def drop_table(
 # ---------------------------------------------------------------- register
 
 
-async def register_table(
-    state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], body: Any, access: DataAccess
-) -> tuple[str, str]:
-    """Register a table from an existing metadata file (``overwrite`` replaces a table's pointer)."""
-    # ------------------------------------------------ VALIDATIONS
+def register_request(body: Any) -> tuple[str, str]:
+    """``name`` and ``metadata-location`` of a registerTable/registerView body; 400 naming the field."""
     if not isinstance(body, dict):
         raise bad_request("Invalid request body: expected a JSON object")
     name, metadata_location = body.get("name"), body.get("metadata-location")
@@ -440,6 +478,15 @@ async def register_table(
         raise bad_request("Invalid request body: missing field `name` @ body.name")
     if not isinstance(metadata_location, str) or not metadata_location:
         raise bad_request("Invalid request body: missing field `metadata-location` @ body.metadata-location")
+    return name, metadata_location
+
+
+async def register_table(
+    state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], body: Any, access: DataAccess
+) -> tuple[str, str]:
+    """Register a table from an existing metadata file (``overwrite`` replaces a table's pointer)."""
+    # ------------------------------------------------ VALIDATIONS
+    name, metadata_location = register_request(body)
     overwrite = body.get("overwrite", False)
     if not isinstance(overwrite, bool):
         raise bad_request("Invalid request body: overwrite must be a boolean @ body.overwrite")
@@ -515,7 +562,11 @@ def parse_rename(body: Any) -> tuple[list[str], str, list[str], str]:
         if not isinstance(value, dict):
             raise bad_request(f"Invalid request body: missing field `{key}` @ body.{key}")
         namespace, name = value.get("namespace"), value.get("name")
-        if not isinstance(namespace, list) or not all(isinstance(p, str) for p in namespace) or not isinstance(name, str):
+        if (
+            not isinstance(namespace, list)
+            or not all(isinstance(p, str) for p in namespace)
+            or not isinstance(name, str)
+        ):
             raise bad_request(f"Invalid request body: {key} must be {{namespace: [..], name: ..}} @ body.{key}")
         out.extend([namespace, name])
     return out[0], out[1], out[2], out[3]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from attrs import define, frozen
@@ -267,7 +267,9 @@ def require_queue(state: AppState, queue_name: str, *, project_level: bool | Non
 
 def parse_queue_config(spec: TaskQueueSpec, config: Any) -> Any:
     if not isinstance(config, dict):
-        raise bad_request("Invalid request body: queue-config must be an object @ body.queue-config", "InvalidQueueConfig")
+        raise bad_request(
+            "Invalid request body: queue-config must be an object @ body.queue-config", "InvalidQueueConfig"
+        )
     if spec.config_cls is None:
         return config
     try:
@@ -308,7 +310,9 @@ async def set_queue_config(
         raise bad_request("Invalid request body: required field missing @ body.queue-config")
     config = parse_queue_config(spec, body["queue-config"])
     max_seconds = body.get("max-seconds-since-last-heartbeat")
-    if max_seconds is not None and (not isinstance(max_seconds, int) or isinstance(max_seconds, bool) or max_seconds < 1):
+    if max_seconds is not None and (
+        not isinstance(max_seconds, int) or isinstance(max_seconds, bool) or max_seconds < 1
+    ):
         raise bad_request(
             "Invalid request body: expected a positive integer @ body.max-seconds-since-last-heartbeat"
         )
@@ -339,7 +343,7 @@ def parse_time(value: Any, field: str) -> int:
     except ValueError:
         raise bad_request(f"Invalid request body: not an RFC 3339 timestamp: {value!r} @ body.{field}") from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return int(parsed.timestamp() * 1000)
 
 
@@ -412,7 +416,8 @@ async def list_tasks(
     page_size = body.get("page-size")
     if page_size is not None and (not isinstance(page_size, int) or isinstance(page_size, bool)):
         raise bad_request("Invalid request body: expected an integer @ body.page-size")
-    limit = max(1, min(page_size or state.settings.host.pagination_size_default, state.settings.host.pagination_size_max))
+    host = state.settings.host
+    limit = max(1, min(page_size or host.pagination_size_default, host.pagination_size_max))
     token = body.get("page-token")
     if token is not None and not isinstance(token, str):
         raise bad_request("Invalid request body: expected a string @ body.page-token")

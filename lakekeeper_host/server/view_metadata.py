@@ -29,7 +29,6 @@ from functools import singledispatch
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
-
 from pyiceberg.schema import Schema
 from pyiceberg.table.update import (
     AddSchemaUpdate,
@@ -139,7 +138,9 @@ def parse_view_updates(raw: Any) -> tuple[Any, ...]:
         try:
             parsed.append(_UPDATES.validate_python(item))
         except ValidationError as exc:
-            raise bad_request(f"Invalid view update {action!r} (updates[{index}]): {_validation_message(exc)}") from None
+            raise bad_request(
+                f"Invalid view update {action!r} (updates[{index}]): {_validation_message(exc)}"
+            ) from None
     return tuple(parsed)
 
 

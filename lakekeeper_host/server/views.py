@@ -47,6 +47,7 @@ from lakekeeper_host.server.tables import (
     check_location_available,
     default_tabular_location,
     list_tabular_identifiers,
+    register_request,
     rename_tabular,
     requested_location,
     resolve_table,
@@ -131,7 +132,9 @@ async def _claim_name(tx: Any, namespace_id: str, parts: Sequence[str], name: st
 # ---------------------------------------------------------------- list / load / exists
 
 
-async def list_views(state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], **paging: Any) -> dict[str, Any]:
+async def list_views(
+    state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], **paging: Any
+) -> dict[str, Any]:
     return await list_tabular_identifiers(state, meta, warehouse, parts, "view", **paging)
 
 
@@ -265,7 +268,9 @@ async def commit_view(
         if moved:
             location = await requested_location(state, warehouse, metadata.location)
         metadata_json = metadata.model_dump_json()
-        metadata_location = metadata_io.next_metadata_location(location, row.metadata_location, dict(metadata.properties))
+        metadata_location = metadata_io.next_metadata_location(
+            location, row.metadata_location, dict(metadata.properties)
+        )
         await metadata_io.write_metadata(storage, metadata_location, metadata_json)
         try:
             async with state.store.transaction() as tx:
@@ -320,13 +325,7 @@ async def register_view(
 ) -> dict[str, Any]:
     """``registerView``: a view from an existing view metadata file inside the warehouse."""
     # ------------------------------------------------ VALIDATIONS
-    if not isinstance(body, dict):
-        raise bad_request("Invalid request body: expected a JSON object")
-    name, metadata_location = body.get("name"), body.get("metadata-location")
-    if not isinstance(name, str):
-        raise bad_request("Invalid request body: missing field `name` @ body.name")
-    if not isinstance(metadata_location, str) or not metadata_location:
-        raise bad_request("Invalid request body: missing field `metadata-location` @ body.metadata-location")
+    name, metadata_location = register_request(body)
     validate_namespace(parts)
     validate_new_name(name, "View")
     await requested_location(state, warehouse, metadata_location)

@@ -15,13 +15,13 @@ from typing import Any
 from attrs import define, field, frozen
 
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no_such_warehouse
-from lakekeeper_host.server import events
 from lakekeeper_host.serde import kebab, structure_body
+from lakekeeper_host.server import events
 from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import Storage, ValidationCheck, is_sublocation
-from lakekeeper_host.store import new_id
 from lakekeeper_host.store import namespace_admin as ns_store
+from lakekeeper_host.store import new_id
 from lakekeeper_host.store import projects as project_store
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store import warehouses as warehouse_store
@@ -119,13 +119,17 @@ def effective_format_versions(warehouse: WarehouseRow) -> tuple[list[int], int]:
     return allowed, default
 
 
-async def authorize(state: AppState, meta: Any, action: str, kind: str, object_id: str, warehouse_id: str | None = None) -> None:
+async def authorize(
+    state: AppState, meta: Any, action: str, kind: str, object_id: str, warehouse_id: str | None = None
+) -> None:
     """AUTHZ: the configured authorizer decides; a denial is a 403."""
     actor = getattr(meta, "actor", None)
     if actor is None:
         return
     if not await state.authorizer.is_allowed(actor, action, Resource(kind, object_id, warehouse_id)):
-        raise CatalogError(403, "ForbiddenException", f"Not allowed to {action.replace('_', ' ')} on {kind} {object_id}")
+        raise CatalogError(
+            403, "ForbiddenException", f"Not allowed to {action.replace('_', ' ')} on {kind} {object_id}"
+        )
 
 
 async def require_warehouse(state: AppState, warehouse_id: str, *, active_only: bool = False) -> WarehouseRow:
@@ -170,7 +174,9 @@ class CheckReport:
             if duration_ms is not None:
                 entry["duration-ms"] = duration_ms
             if check.status in ("failed", "warning"):
-                entry["error"] = {"message": check.message or check.name, "type": "StorageValidationFailed", "code": 400}
+                entry["error"] = {
+                    "message": check.message or check.name, "type": "StorageValidationFailed", "code": 400
+                }
                 if check.status == "failed" and self.first_error is None:
                     self.first_error = CatalogError(
                         400, "StorageValidationFailed", f"Storage validation failed ({check.name}): {check.message}"
@@ -195,7 +201,8 @@ class CheckReport:
             if self.first_error is None:
                 self.first_error = exc
             return False
-        self.checks.append({"name": name, "status": "passed", "duration-ms": int((time.perf_counter() - started) * 1000)})
+        duration_ms = int((time.perf_counter() - started) * 1000)
+        self.checks.append({"name": name, "status": "passed", "duration-ms": duration_ms})
         return True
 
     def raise_first(self) -> None:
@@ -262,7 +269,9 @@ async def check_location_exclusive(
             )
 
 
-async def creation_report(state: AppState, meta: Any, project_id: str, request: CreateWarehouse) -> tuple[CheckReport, Any, Any]:
+async def creation_report(
+    state: AppState, meta: Any, project_id: str, request: CreateWarehouse
+) -> tuple[CheckReport, Any, Any]:
     """Every creation check; returns (report, profile, delete profile)."""
     report = CheckReport()
     built: dict[str, Any] = {}
@@ -298,7 +307,9 @@ async def creation_report(state: AppState, meta: Any, project_id: str, request: 
             actor = getattr(meta, "actor", None)
             admins = state.settings.host.instance_admins
             if actor is None or actor.user_id not in admins:
-                raise CatalogError(403, "ManagedByNotAllowed", "Only instance admins may create instance-admin managed warehouses")
+                raise CatalogError(
+                    403, "ManagedByNotAllowed", "Only instance admins may create instance-admin managed warehouses"
+                )
 
     await report.run("managed-by-allowed", managed_by_allowed)
     await _storage_checks(state, report, built.get("storage"), prerequisite=profile_ok)
@@ -315,7 +326,9 @@ async def validate_creation(state: AppState, meta: Any, project_id: str, body: A
     return report.to_json()
 
 
-async def create_warehouse(state: AppState, project_id: str, request: CreateWarehouse, meta: Any = None) -> WarehouseRow:
+async def create_warehouse(
+    state: AppState, project_id: str, request: CreateWarehouse, meta: Any = None
+) -> WarehouseRow:
     # ------------------------------------------------ VALIDATIONS
     delete_profile = validate_delete_profile(request.delete_profile)
     allowed, default = validate_format_versions(request.allowed_format_versions, request.default_format_version)
@@ -350,7 +363,9 @@ async def create_warehouse(state: AppState, project_id: str, request: CreateWare
     if not inserted:
         if secret_id:
             await state.secrets.delete(secret_id)
-        raise already_exists(f"Warehouse {request.warehouse_name!r} already exists in the project", "WarehouseAlreadyExists")
+        raise already_exists(
+            f"Warehouse {request.warehouse_name!r} already exists in the project", "WarehouseAlreadyExists"
+        )
     warehouse = await warehouse_store.get_warehouse(state.store, warehouse_id)
     if warehouse is None:  # pragma: no cover - inserted just above
         raise no_such_warehouse()
@@ -381,7 +396,9 @@ async def rename_warehouse(state: AppState, meta: Any, warehouse_id: str, new_na
         await warehouse_store.update_warehouse(state.store, warehouse.id, name=new_name)
     except Exception as exc:  # the unique index lost a race
         if "unique" in str(exc).lower():
-            raise already_exists(f"Warehouse {new_name!r} already exists in the project", "WarehouseAlreadyExists") from None
+            raise already_exists(
+                f"Warehouse {new_name!r} already exists in the project", "WarehouseAlreadyExists"
+            ) from None
         raise
     events.warehouse_renamed(state, meta, warehouse.id, new_name, warehouse.project_id, old_name=warehouse.name)
     return await require_warehouse(state, warehouse.id)
@@ -485,7 +502,10 @@ async def _update_report(
             lambda: check_location_exclusive(state, warehouse.project_id, built["storage"], exclude=warehouse.id),
         )
     else:
-        report.skip("location-exclusive", "The storage location does not change." if not compare else "A prerequisite check failed")
+        report.skip(
+            "location-exclusive",
+            "The storage location does not change." if not compare else "A prerequisite check failed",
+        )
     report.checks.append({"name": "spec-mutable", "status": "passed", "duration-ms": 0})
     report.skip("format-version-policy-consistent", "Only applies when creating a warehouse.")
     report.skip("managed-by-allowed", "Only applies when creating a warehouse.")
@@ -580,7 +600,9 @@ async def delete_warehouse(state: AppState, meta: Any, warehouse_id: str, *, for
             raise no_such_warehouse(f"Warehouse {warehouse_id} not found")
         if current.protected and not force:
             raise CatalogError(
-                409, "WarehouseProtected", f"Warehouse {current.name!r} is protected; set protection to false or use force=true"
+                409,
+                "WarehouseProtected",
+                f"Warehouse {current.name!r} is protected; set protection to false or use force=true",
             )
         if await task_store.count_active_tasks(tx, current.id):
             raise CatalogError(

@@ -89,7 +89,9 @@ class AppState:
         cached = self._storage_cache.get(key)
         if cached is not None:
             return cached
-        profile_json = json.loads(warehouse.storage_profile) if isinstance(warehouse.storage_profile, str) else warehouse.storage_profile
+        profile_json = warehouse.storage_profile
+        if isinstance(profile_json, str):
+            profile_json = json.loads(profile_json)
         profile = self.parse_profile(profile_json)
         credential = None
         if warehouse.storage_secret_id:

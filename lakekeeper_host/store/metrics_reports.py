@@ -94,4 +94,5 @@ async def delete_for_tabulars(db: Executor, tabular_ids: list[str]) -> None:
     """Forget the reports of deleted tables (callers chunk long lists)."""
     if tabular_ids:
         params = {f"t{i}": v for i, v in enumerate(tabular_ids)}
-        await db.execute(f"DELETE FROM metrics_report WHERE tabular_id IN ({', '.join(':' + k for k in params)})", params)
+        placeholders = ", ".join(":" + k for k in params)
+        await db.execute(f"DELETE FROM metrics_report WHERE tabular_id IN ({placeholders})", params)

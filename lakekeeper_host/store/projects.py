@@ -5,6 +5,7 @@ from __future__ import annotations
 from attrs import frozen
 
 from lakekeeper_host.store.db import Executor, now_ms
+from lakekeeper_host.store.warehouses import forget_warehouse
 
 
 @frozen
@@ -46,5 +47,6 @@ async def rename_project(db: Executor, project_id: str, name: str) -> bool:
 
 
 async def delete_project(db: Executor, project_id: str) -> bool:
+    forget_warehouse(db)  # its warehouses go with it (ON DELETE CASCADE)
     rows = await db.fetch_all("DELETE FROM project WHERE id = :id RETURNING id", {"id": project_id})
     return bool(rows)

@@ -73,7 +73,13 @@ async def finish_plan(
     await db.execute(
         "UPDATE scan_plan SET status = :status, page_count = :pages, error = :error, updated_at = :now"
         " WHERE id = :id AND status = 'submitted'",
-        {"id": plan_id, "status": status, "pages": page_count, "error": dumps(error) if error else None, "now": now_ms()},
+        {
+            "id": plan_id,
+            "status": status,
+            "pages": page_count,
+            "error": dumps(error) if error else None,
+            "now": now_ms(),
+        },
     )
 
 

@@ -81,7 +81,9 @@ async def soft_delete(db: Executor, tabular_id: str, *, force: bool) -> TabularI
     )
 
 
-async def hard_delete(db: Executor, tabular_id: str, *, force: bool, deleted: bool | None = False) -> TabularInfo | None:
+async def hard_delete(
+    db: Executor, tabular_id: str, *, force: bool, deleted: bool | None = False
+) -> TabularInfo | None:
     """Delete the row; ``deleted`` selects live (False), soft-deleted (True) or any (None) rows."""
     sql = "DELETE FROM tabular WHERE id = :id"
     values: dict[str, Any] = {"id": tabular_id}

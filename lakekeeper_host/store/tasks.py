@@ -385,7 +385,12 @@ async def set_scheduled_for(
     rows = await db.fetch_all(
         "UPDATE task SET scheduled_for = :sf, status = 'scheduled', payload = COALESCE(:payload, payload), "
         "updated_at = :now WHERE id = :id AND status IN ('scheduled', 'should-stop') RETURNING id",
-        {"id": task_id, "sf": scheduled_for, "now": now_ms(), "payload": dumps(payload) if payload is not None else None},
+        {
+            "id": task_id,
+            "sf": scheduled_for,
+            "now": now_ms(),
+            "payload": dumps(payload) if payload is not None else None,
+        },
     )
     return bool(rows)
 

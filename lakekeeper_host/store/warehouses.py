@@ -94,6 +94,24 @@ async def get_warehouse(db: Executor, warehouse_id: str) -> WarehouseRow | None:
     return warehouse_from_row(await db.fetch_one("SELECT * FROM warehouse WHERE id = :id", {"id": warehouse_id}))
 
 
+async def get_warehouse_cached(db: Executor, warehouse_id: str) -> WarehouseRow | None:
+    """``get_warehouse`` through the short-lived warehouse cache (``store/cache.py``); a missing
+    warehouse is not cached, so one created on another replica is found at once."""
+    cached = db.caches.warehouses.get(warehouse_id)
+    if cached is not None:
+        return cached
+    warehouse = await get_warehouse(db, warehouse_id)
+    if warehouse is not None:
+        db.caches.warehouses.put(warehouse_id, warehouse)
+    return warehouse
+
+
+def forget_warehouse(db: Executor, warehouse_id: str | None = None) -> None:
+    """Drop a changed warehouse (every warehouse when ``None``) from the cache."""
+    warehouses = db.caches.warehouses
+    db.after_transaction(warehouses.clear if warehouse_id is None else lambda: warehouses.forget(warehouse_id))
+
+
 async def get_warehouse_by_name(db: Executor, project_id: str, name: str) -> WarehouseRow | None:
     return warehouse_from_row(
         await db.fetch_one(
@@ -124,6 +142,7 @@ async def update_warehouse(db: Executor, warehouse_id: str, **changes: Any) -> b
             values["name_key"] = value.casefold()
         sets.append(f"{column} = :{column}")
         values[column] = encoders[column](value) if column in encoders and value is not None else value
+    forget_warehouse(db, warehouse_id)
     rows = await db.fetch_all(
         f"UPDATE warehouse SET {', '.join(sets)}, version = version + 1, updated_at = :t "
         "WHERE id = :id RETURNING id",
@@ -133,5 +152,6 @@ async def update_warehouse(db: Executor, warehouse_id: str, **changes: Any) -> b
 
 
 async def delete_warehouse(db: Executor, warehouse_id: str) -> bool:
+    forget_warehouse(db, warehouse_id)
     rows = await db.fetch_all("DELETE FROM warehouse WHERE id = :id RETURNING id", {"id": warehouse_id})
     return bool(rows)

@@ -228,7 +228,12 @@ class OidcIssuer:
         scope = form.get("scope") or ""
         token = self.mint(
             f"service-account-{client_id}",
-            {"client_id": client_id, "azp": client_id, "scope": scope, "preferred_username": f"service-account-{client_id}"},
+            {
+                "client_id": client_id,
+                "azp": client_id,
+                "scope": scope,
+                "preferred_username": f"service-account-{client_id}",
+            },
         )
         return 200, {
             "access_token": token,

@@ -47,7 +47,9 @@ UNICODE_VALUE = {
     "emoji-and-quotes": "\"'\\ \u2028 \u0000 end",
     "ünïcödé-field-name": "value",
 }
-NESTED_VALUE = {"int": 7, "float": 1.5, "bool": True, "null": None, "list": [1, "two", {"three": 3}], "obj": {"a": {"b": "c"}}}
+NESTED_VALUE = {
+    "int": 7, "float": 1.5, "bool": True, "null": None, "list": [1, "two", {"three": 3}], "obj": {"a": {"b": "c"}}
+}
 
 
 def new_secret_id() -> str:
@@ -190,7 +192,9 @@ class SeaweedTwoUsers(SeaweedS3):
         access, secret = (
             (self.access_key, self.secret_key) if which == "first" else (self.second_access_key, self.second_secret_key)
         )
-        return {"type": "s3", "credential-type": "access-key", "aws-access-key-id": access, "aws-secret-access-key": secret}
+        return {
+            "type": "s3", "credential-type": "access-key", "aws-access-key-id": access, "aws-secret-access-key": secret
+        }
 
     def profile(self, bucket: str, key_prefix: str) -> dict[str, Any]:
         return {
@@ -267,7 +271,9 @@ class WarehouseSecretsConformance:
             },
         )
 
-    async def test_warehouse_life_cycle_keeps_the_secret_in_the_store(self, secrets_server, seaweed, secret_probe, client):
+    async def test_warehouse_life_cycle_keeps_the_secret_in_the_store(
+        self, secrets_server, seaweed, secret_probe, client
+    ):
         first, second = seaweed.credential("first"), seaweed.credential("second")
         responses: list[httpx.Response] = []
         before = await secret_probe.secret_ids()

@@ -136,6 +136,18 @@ class CatalogServer:
         self.close()
 
 
+def start_server(env: dict[str, str] | None = None, *, pg_url: str | None = None) -> CatalogServer:
+    """A started server with ``env``: embedded (SQLite), or on the PostgreSQL database ``pg_url``
+    and bootstrapped there (the embedded default bootstraps itself)."""
+    env = dict(env or {})
+    if pg_url:
+        env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url, "LAKEKEEPER__PG_DATABASE_URL_READ": pg_url}
+    server = CatalogServer(env).start()
+    if pg_url:
+        httpx.post(server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
+    return server
+
+
 def create_file_warehouse(server_url: str, name: str, root: str, *, project_id: str | None = None,
                           delete_profile: dict | None = None) -> str:
     """Create a ``file`` warehouse through the management API; returns its id."""

@@ -287,5 +287,6 @@ def test_kubernetes_and_oidc_together(token_review, idp_one):
         assert provision(srv, idp_one.mint("carol"))["id"] == "oidc~carol"
         # a token the OIDC provider claims by issuer is never handed to Kubernetes
         reviews = len(token_review.reviews)
-        assert httpx.get(srv.url + "/management/v1/info", headers=bearer(idp_one.mint("x", expires_in=-3600))).status_code == 401
+        expired = bearer(idp_one.mint("x", expires_in=-3600))
+        assert httpx.get(srv.url + "/management/v1/info", headers=expired).status_code == 401
         assert len(token_review.reviews) == reviews

@@ -112,7 +112,9 @@ def test_search_users(as_user):
     admin = as_user("root")
     tag = uuid.uuid4().hex[:8]
     for name in (f"Findme {tag} Zeta", f"Findme {tag}", f"Other {tag}"):
-        admin.post("/management/v1/user", json={"id": f"corp~{uuid.uuid4().hex[:8]}", "name": name, "user-type": "human"})
+        admin.post(
+            "/management/v1/user", json={"id": f"corp~{uuid.uuid4().hex[:8]}", "name": name, "user-type": "human"}
+        )
     found = admin.post("/management/v1/search/user", json={"search": f"findme {tag}"}).json()["users"]
     assert [u["name"] for u in found] == [f"Findme {tag}", f"Findme {tag} Zeta"]
     assert set(found[0]) == {"id", "name", "user-type", "email"}
@@ -130,10 +132,13 @@ def test_replace_and_delete_a_user(as_user):
     )
     assert response.status_code == 200
     user = admin.get(f"/management/v1/user/{user_id}").json()
-    assert (user["name"], user["email"], user["last-updated-with"]) == ("Dora the Explorer", "d@x.org", "update-endpoint")
+    assert (user["name"], user["email"], user["last-updated-with"]) == (
+        "Dora the Explorer", "d@x.org", "update-endpoint"
+    )
     assert user["updated-at"] is not None
 
-    assert admin.put("/management/v1/user/oidc~nobody-here", json={"name": "N", "user-type": "human"}).status_code == 404
+    nobody = admin.put("/management/v1/user/oidc~nobody-here", json={"name": "N", "user-type": "human"})
+    assert nobody.status_code == 404
     assert admin.delete(f"/management/v1/user/{user_id}").status_code == 204
     assert admin.get(f"/management/v1/user/{user_id}").status_code == 404
     assert admin.delete(f"/management/v1/user/{user_id}").status_code == 404
@@ -229,7 +234,9 @@ def test_nested_membership_and_transitive_reads(as_user):
     member_id = f"oidc~{member_subject}"
 
     top, mid, leaf = (create_role(admin, unique(n)) for n in ("top", "mid", "leaf"))
-    added = admin.post(f"/management/v1/role/{top['id']}/members", json={"members": [{"type": "role", "id": mid["id"]}]})
+    added = admin.post(
+        f"/management/v1/role/{top['id']}/members", json={"members": [{"type": "role", "id": mid["id"]}]}
+    )
     assert added.status_code == 200
     assert added.json() == {"members": [{"type": "role", "id": mid["id"]}]}
     admin.post(
@@ -247,7 +254,9 @@ def test_nested_membership_and_transitive_reads(as_user):
     assert only_roles[0]["ident"] == leaf["ident"]
 
     transitive = admin.get(f"/management/v1/role/{top['id']}/members/transitive").json()["members"]
-    assert {(m["type"], m["id"]) for m in transitive} == {("role", mid["id"]), ("role", leaf["id"]), ("user", member_id)}
+    assert {(m["type"], m["id"]) for m in transitive} == {
+        ("role", mid["id"]), ("role", leaf["id"]), ("user", member_id)
+    }
 
     parents = admin.get(f"/management/v1/role/{leaf['id']}/member-of").json()["roles"]
     assert [r["id"] for r in parents] == [mid["id"]]
@@ -262,7 +271,8 @@ def test_nested_membership_and_transitive_reads(as_user):
     page = admin.get(f"/management/v1/user/{member_id}/roles/transitive", params={"pageSize": 2}).json()
     assert len(page["roles"]) == 2 and page["next-page-token"]
     rest = admin.get(
-        f"/management/v1/user/{member_id}/roles/transitive", params={"pageSize": 2, "pageToken": page["next-page-token"]}
+        f"/management/v1/user/{member_id}/roles/transitive",
+        params={"pageSize": 2, "pageToken": page["next-page-token"]},
     ).json()
     assert len(rest["roles"]) == 1 and rest["next-page-token"] is None
 
@@ -308,7 +318,7 @@ def test_nesting_depth_is_limited(as_user):
     """The server under test sets LAKEKEEPER__ROLE__MAX_NESTING_DEPTH=3 (conftest)."""
     admin = as_user("root")
     chain = [create_role(admin, unique(f"level{i}")) for i in range(5)]
-    for parent, child in zip(chain[:3], chain[1:4]):  # 3 edges: allowed
+    for parent, child in zip(chain[:3], chain[1:4], strict=True):  # 3 edges: allowed
         response = admin.post(
             f"/management/v1/role/{parent['id']}/members", json={"members": [{"type": "role", "id": child["id"]}]}
         )
@@ -347,7 +357,9 @@ def test_deleting_a_user_removes_their_assignments(as_user):
     subject = unique("leaver")
     as_user(subject).post("/management/v1/user", json={})
     role = create_role(admin, unique("team"))
-    admin.post(f"/management/v1/role/{role['id']}/members", json={"members": [{"type": "user", "id": f"oidc~{subject}"}]})
+    admin.post(
+        f"/management/v1/role/{role['id']}/members", json={"members": [{"type": "user", "id": f"oidc~{subject}"}]}
+    )
     admin.delete(f"/management/v1/user/oidc~{subject}")
     assert admin.get(f"/management/v1/role/{role['id']}/members").json()["members"] == []
 

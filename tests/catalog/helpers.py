@@ -73,7 +73,9 @@ class Rest:
     def table_url(self, namespace: Sequence[str] | str, name: str) -> str:
         return f"/namespaces/{ns_path(namespace)}/tables/{name_path(name)}"
 
-    def create_table(self, namespace: Sequence[str] | str, name: str, schema: dict | None = None, **extra: Any) -> httpx.Response:
+    def create_table(
+        self, namespace: Sequence[str] | str, name: str, schema: dict | None = None, **extra: Any
+    ) -> httpx.Response:
         body = {"name": name, "schema": schema or SCHEMA, **{k.replace("_", "-"): v for k, v in extra.items()}}
         return self.http.post(f"/namespaces/{ns_path(namespace)}/tables", json=body)
 

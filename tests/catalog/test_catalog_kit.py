@@ -63,12 +63,18 @@ SCHEMA = Schema(
 OTHER_SCHEMA = Schema(NestedField(1, "some_id", IntegerType(), required=True))
 SPEC = PartitionSpec(PartitionField(source_id=1, field_id=1000, transform=BucketTransform(16), name="id_bucket"))
 WRITE_ORDER = SortOrder(
-    SortField(source_id=1, transform=BucketTransform(16), direction=SortDirection.ASC, null_order=NullOrder.NULLS_FIRST),
-    SortField(source_id=1, transform=IdentityTransform(), direction=SortDirection.ASC, null_order=NullOrder.NULLS_FIRST),
+    SortField(
+        source_id=1, transform=BucketTransform(16), direction=SortDirection.ASC, null_order=NullOrder.NULLS_FIRST
+    ),
+    SortField(
+        source_id=1, transform=IdentityTransform(), direction=SortDirection.ASC, null_order=NullOrder.NULLS_FIRST
+    ),
 )
 # appends write partition values: identity needs no pyiceberg-core (bucket does)
 IDENTITY_SPEC = PartitionSpec(PartitionField(source_id=1, field_id=1000, transform=IdentityTransform(), name="id"))
-SPEC_JSON = {"spec-id": 0, "fields": [{"source-id": 1, "field-id": 1000, "transform": "bucket[16]", "name": "id_bucket"}]}
+SPEC_JSON = {
+    "spec-id": 0, "fields": [{"source-id": 1, "field-id": 1000, "transform": "bucket[16]", "name": "id_bucket"}]
+}
 
 
 def rows(*ids: int) -> pa.Table:
@@ -109,7 +115,9 @@ def test_load_namespace_metadata(catalog, rest):  # testLoadNamespaceMetadata
         catalog.load_namespace_properties(NS)
     response = rest.http.get("/namespaces/newdb")
     assert response.status_code == 404
-    assert error(response) == {"message": "Namespace does not exist: newdb", "type": "NoSuchNamespaceException", "code": 404}
+    assert error(response) == {
+        "message": "Namespace does not exist: newdb", "type": "NoSuchNamespaceException", "code": 404
+    }
     catalog.create_namespace(NS)
     assert catalog.namespace_exists(NS)
     assert catalog.load_namespace_properties(NS) is not None
@@ -290,7 +298,9 @@ def test_basic_create_table_that_already_exists(catalog, rest):  # testBasicCrea
         catalog.create_table(TABLE, OTHER_SCHEMA)
     response = rest.create_table(NS, "table")
     assert response.status_code == 409
-    assert error(response) == {"message": "Table already exists: newdb.table", "type": "AlreadyExistsException", "code": 409}
+    assert error(response) == {
+        "message": "Table already exists: newdb.table", "type": "AlreadyExistsException", "code": 409
+    }
     assert catalog.load_table(TABLE).schema() == SCHEMA
 
 
@@ -341,7 +351,9 @@ def test_load_table_with_non_existing_namespace(catalog, rest):  # testLoadTable
         catalog.load_table(ident)
     response = rest.load("non-existing", "tbl")
     assert response.status_code == 404
-    assert error(response) == {"message": "Table does not exist: non-existing.tbl", "type": "NoSuchTableException", "code": 404}
+    assert error(response) == {
+        "message": "Table does not exist: non-existing.tbl", "type": "NoSuchTableException", "code": 404
+    }
 
 
 def test_load_metadata_table(catalog, rest):  # testLoadMetadataTable
@@ -684,7 +696,8 @@ def test_update_table_assignment_spec_conflict(rest):  # testUpdateTableAssignme
     base = _table(rest, partition_spec=SPEC_JSON)
     _ok(rest.commit(NS, "table", _add_spec(base, 2, "bucket[8]", "data_bucket", make_default=False)))
     _conflict(rest.commit(NS, "table", _add_spec(base, 2, "truncate[4]", "data_trunc"),
-                          [_uuid(base), {"type": "assert-last-assigned-partition-id", "last-assigned-partition-id": 1000}]),
+                          [_uuid(base),
+                           {"type": "assert-last-assigned-partition-id", "last-assigned-partition-id": 1000}]),
               "Requirement failed: last assigned partition id changed: expected id 1000 != 1001")
 
 
@@ -881,7 +894,9 @@ def test_complete_create_transaction_multiple_schemas(catalog):  # testCompleteC
 
 def test_complete_create_transaction_v2(catalog):  # testCompleteCreateTransactionV2
     catalog.create_namespace(NS)
-    tx = catalog.create_table_transaction(TABLE, SCHEMA, partition_spec=IDENTITY_SPEC, properties={"format-version": "2"})
+    tx = catalog.create_table_transaction(
+        TABLE, SCHEMA, partition_spec=IDENTITY_SPEC, properties={"format-version": "2"}
+    )
     tx.append(rows(7))
     tx.commit_transaction()
     table = catalog.load_table(TABLE)
@@ -974,7 +989,8 @@ def java_replace(md, fields, *, spec_fields=(), order_fields=(), properties=None
     same = next((s for s in md["schemas"] if s["fields"] == new_fields), None)
     if same is None:
         schema_id = max(s["schema-id"] for s in md["schemas"]) + 1
-        updates += [{"action": "add-schema", "schema": {"type": "struct", "schema-id": schema_id, "fields": new_fields}},
+        new_schema = {"type": "struct", "schema-id": schema_id, "fields": new_fields}
+        updates += [{"action": "add-schema", "schema": new_schema},
                     {"action": "set-current-schema", "schema-id": -1}]
         requirements.append({"type": "assert-last-assigned-field-id", "last-assigned-field-id": md["last-column-id"]})
     else:
@@ -1029,7 +1045,7 @@ def test_create_or_replace_transaction_create(rest):  # testCreateOrReplaceTrans
     rest.create_namespace(NS)
     md, updates, requirements = java_create_transaction(rest, "table", SCHEMA_JSON)
     assert rest.load(NS, "table").status_code == 404  # staged: not visible yet
-    assert rest.http.get(f"/namespaces/newdb/tables").json()["identifiers"] == []
+    assert rest.http.get("/namespaces/newdb/tables").json()["identifiers"] == []
     created = _ok(rest.commit(NS, "table", updates, requirements))
     assert created["table-uuid"] == md["table-uuid"]
     assert rest.load(NS, "table").status_code == 200
@@ -1039,7 +1055,10 @@ def test_complete_create_or_replace_transaction_create(rest, warehouse):
     # testCompleteCreateOrReplaceTransactionCreate
     rest.create_namespace(NS)
     location = f"file://{warehouse['root']}/custom/cor"
-    order = {"order-id": 1, "fields": [{"transform": "identity", "source-id": 1, "direction": "asc", "null-order": "nulls-first"}]}
+    order = {
+        "order-id": 1,
+        "fields": [{"transform": "identity", "source-id": 1, "direction": "asc", "null-order": "nulls-first"}],
+    }
     _, updates, requirements = java_create_transaction(
         rest, "table", SCHEMA_JSON, spec=SPEC_JSON, order=order, properties={"user": "someone"}, location=location)
     md = _ok(rest.commit(NS, "table", updates, requirements))
@@ -1108,7 +1127,9 @@ def test_replace_transaction_requires_table_exists(rest):  # testReplaceTransact
     response = rest.commit(NS, "table", [{"action": "set-properties", "updates": {"a": "b"}}],
                            [{"type": "assert-table-uuid", "uuid": str(uuid.uuid4())}])
     assert response.status_code == 404
-    assert error(response) == {"message": "Table does not exist: newdb.table", "type": "NoSuchTableException", "code": 404}
+    assert error(response) == {
+        "message": "Table does not exist: newdb.table", "type": "NoSuchTableException", "code": 404
+    }
 
 
 def test_replace_table_keeps_snapshot_log(catalog, rest):  # testReplaceTableKeepsSnapshotLog
@@ -1151,7 +1172,8 @@ def test_concurrent_replace_transaction_schema_conflict(catalog, rest):
     second, first = java_replace(md, ID_DATA), java_replace(md, ID_DATA)
     assert _names(_ok(rest.commit(NS, "table", *first))) == ["id", "data"]
     # even though the new schema is identical, the last assigned id has changed
-    _conflict(rest.commit(NS, "table", *second), "Requirement failed: last assigned field id changed: expected id 1 != 3")
+    _conflict(rest.commit(NS, "table", *second),
+              "Requirement failed: last assigned field id changed: expected id 1 != 3")
 
 
 def test_concurrent_replace_transaction_partition_spec(catalog, rest):

@@ -39,14 +39,17 @@ def rows_of(con, sql: str) -> list[tuple]:
 
 def pyiceberg_rows(catalog, name: str, *columns: str) -> list[tuple]:
     table = catalog.load_table(name).scan().to_arrow()
-    return sorted(zip(*(table[c].to_pylist() for c in columns or table.column_names)))
+    return sorted(zip(*(table[c].to_pylist() for c in columns or table.column_names), strict=True))
 
 
 def test_duckdb_creates_inserts_updates_deletes_and_reads_back(duck, catalog, server, warehouse):
     duck.execute("CREATE SCHEMA lk.shop")
     duck.execute("CREATE TABLE lk.shop.items (id INTEGER, name VARCHAR, price DOUBLE)")
-    assert rows_of(duck, "INSERT INTO lk.shop.items VALUES (1, 'apple', 1.5), (2, 'pear', 2.0), (3, 'fig', 4.25)") == [(3,)]
-    assert rows_of(duck, "SELECT * FROM lk.shop.items ORDER BY id") == [(1, "apple", 1.5), (2, "pear", 2.0), (3, "fig", 4.25)]
+    inserted = rows_of(duck, "INSERT INTO lk.shop.items VALUES (1, 'apple', 1.5), (2, 'pear', 2.0), (3, 'fig', 4.25)")
+    assert inserted == [(3,)]
+    assert rows_of(duck, "SELECT * FROM lk.shop.items ORDER BY id") == [
+        (1, "apple", 1.5), (2, "pear", 2.0), (3, "fig", 4.25)
+    ]
 
     assert rows_of(duck, "UPDATE lk.shop.items SET price = price * 2 WHERE id >= 2") == [(2,)]
     assert rows_of(duck, "DELETE FROM lk.shop.items WHERE name = 'apple'") == [(1,)]
@@ -90,7 +93,9 @@ def test_duckdb_merge_alter_ctas_and_transactions(duck, catalog):
     duck.execute("ALTER TABLE lk.shop.stock ADD COLUMN note VARCHAR")
     duck.execute("ALTER TABLE lk.shop.stock RENAME COLUMN qty TO quantity")
     assert [f.name for f in catalog.load_table("shop.stock").schema().fields] == ["id", "quantity", "note"]
-    assert pyiceberg_rows(catalog, "shop.stock", "id", "quantity", "note") == [(1, 10, None), (2, 25, None), (3, 7, None)]
+    assert pyiceberg_rows(catalog, "shop.stock", "id", "quantity", "note") == [
+        (1, 10, None), (2, 25, None), (3, 7, None)
+    ]
 
     # CTAS: DuckDB stage-creates the table and writes its first manifest itself (this needed the
     # file storage to create the staged table's metadata directory)
@@ -113,7 +118,9 @@ def test_duckdb_merge_alter_ctas_and_transactions(duck, catalog):
 
 def test_duckdb_reads_a_table_written_by_pyiceberg(duck, catalog):
     catalog.create_namespace("py")
-    schema = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "region", StringType(), required=False))
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False), NestedField(2, "region", StringType(), required=False)
+    )
     spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
     table = catalog.create_table("py.events", schema, partition_spec=spec, properties={"format-version": "2"})
     table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "region": ["eu", "us", "eu"]}))

@@ -6,6 +6,7 @@ for single-table commits, multi-table transactions and views -- changing nothing
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.catalog.helpers import SCHEMA, error
 
@@ -109,3 +110,20 @@ def test_unknown_update_and_requirement_types_are_400_naming_them(rest):
     ):
         response = rest.http.post("/namespaces/ns/views/v", json=body)
         assert response.status_code == 400 and name in error(response)["message"], response.text
+
+
+@pytest.mark.parametrize("kind", ["tables", "views"])
+def test_register_with_a_malformed_body_names_the_field(prefix_url, kind):
+    assert httpx.post(f"{prefix_url}/namespaces", json={"namespace": ["reg"]}).status_code == 200
+    register = f"{prefix_url}/namespaces/reg/register" + ("-view" if kind == "views" else "")
+    cases = [
+        ([], "expected a JSON object"),
+        ({"metadata-location": "file:///x/metadata/v1.metadata.json"}, "@ body.name"),
+        ({"name": "t"}, "@ body.metadata-location"),
+        ({"name": "t", "metadata-location": ""}, "@ body.metadata-location"),
+    ]
+    for body, field in cases:
+        response = httpx.post(register, json=body)
+        assert response.status_code == 400, (body, response.text)
+        assert response.json()["error"]["type"] == "BadRequestException"
+        assert field in response.json()["error"]["message"]

@@ -42,7 +42,8 @@ def batch(ids, region="eu", amount=None) -> pa.Table:
 
 def sorted_rows(table: pa.Table, *columns: str) -> list[tuple]:
     names = columns or tuple(table.column_names)
-    return sorted(zip(*(table[c].to_pylist() for c in names)), key=lambda r: tuple((v is None, v) for v in r))
+    rows = zip(*(table[c].to_pylist() for c in names), strict=True)
+    return sorted(rows, key=lambda r: tuple((v is None, v) for v in r))
 
 
 def test_create_append_and_scan_back_equal(catalog, server, warehouse):

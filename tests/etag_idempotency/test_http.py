@@ -15,7 +15,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from lakekeeper_host.store import Store
 from lakekeeper_host.store import idempotency as idempotency_store
-from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse
+from lakekeeper_host.testing.server import create_file_warehouse, start_server
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "s", StringType(), required=False))
 SCHEMA_JSON = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
@@ -119,7 +119,9 @@ def test_replayed_commit_and_drop(catalog, http, prefix_url):
     headers = {"Idempotency-Key": key()}
     first = http.post(f"{prefix_url}/namespaces/ns/tables/t", json=commit, headers=headers)
     assert first.status_code == 200
-    http.post(f"{prefix_url}/namespaces/ns/tables/t", json={"updates": [{"action": "set-properties", "updates": {"k": "v2"}}]})
+    http.post(
+        f"{prefix_url}/namespaces/ns/tables/t", json={"updates": [{"action": "set-properties", "updates": {"k": "v2"}}]}
+    )
     replay = http.post(f"{prefix_url}/namespaces/ns/tables/t", json=commit, headers=headers)
     assert replay.json()["metadata-location"] == first.json()["metadata-location"]
     assert catalog.load_table("ns.t").properties["k"] == "v2"  # the replay did not commit again
@@ -174,12 +176,8 @@ def test_views_take_keys_too(catalog, http, prefix_url):
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def short_lived(request):
     env = {"LAKEKEEPER__IDEMPOTENCY__LIFETIME": "1s", "LAKEKEEPER__IDEMPOTENCY__GRACE_PERIOD": "1s"}
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url_factory")()
-        env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-    server = CatalogServer(env).start()
-    if request.param == "postgres":
-        httpx.post(server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True})
+    url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
+    server = start_server(env, pg_url=url)
     yield server
     server.close()
 
@@ -257,7 +255,9 @@ def test_every_other_mutation_replays_without_running_again(catalog, http, prefi
     # views: replace (one new version), rename, register, drop
     version = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {}, "default-namespace": ["ns"],
                "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}]}
-    created = http.post(f"{prefix_url}/namespaces/ns/views", json={"name": "v", "schema": SCHEMA_JSON, "view-version": version})
+    created = http.post(
+        f"{prefix_url}/namespaces/ns/views", json={"name": "v", "schema": SCHEMA_JSON, "view-version": version}
+    )
     view_uuid = created.json()["metadata"]["view-uuid"]
     replace = {
         "requirements": [{"type": "assert-view-uuid", "uuid": view_uuid}],
@@ -269,11 +269,13 @@ def test_every_other_mutation_replays_without_running_again(catalog, http, prefi
     }
     first, _ = twice("POST", "/namespaces/ns/views/v", replace)
     assert first.status_code == 200
-    assert [v["version-id"] for v in http.get(f"{prefix_url}/namespaces/ns/views/v").json()["metadata"]["versions"]] == [1, 2]
+    versions = http.get(f"{prefix_url}/namespaces/ns/views/v").json()["metadata"]["versions"]
+    assert [v["version-id"] for v in versions] == [1, 2]
     view_rename = {"source": {"namespace": ["ns"], "name": "v"}, "destination": {"namespace": ["ns"], "name": "w"}}
     assert twice("POST", "/views/rename", view_rename)[0].status_code == 204
     view_location = http.get(f"{prefix_url}/namespaces/ns/views/w").json()["metadata-location"]
     # dropView (204 both times; a second drop would be 404), then registerView of its metadata
     assert twice("DELETE", "/namespaces/ns/views/w?purgeRequested=false")[0].status_code == 204
-    assert twice("POST", "/namespaces/ns/register-view", {"name": "v2", "metadata-location": view_location})[0].status_code == 200
+    registered, _ = twice("POST", "/namespaces/ns/register-view", {"name": "v2", "metadata-location": view_location})
+    assert registered.status_code == 200
     assert [i["name"] for i in http.get(f"{prefix_url}/namespaces/ns/views").json()["identifiers"]] == ["v2"]

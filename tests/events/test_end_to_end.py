@@ -122,7 +122,7 @@ def test_lifecycle_events_reach_nats_and_kafka_in_order(events_server, idp, tmp_
         LIFECYCLE,
     )
     assert [e["id"] for e in kafka] == [e["id"] for e in lifecycle]
-    for nats_event, kafka_event in zip(lifecycle, kafka):
+    for nats_event, kafka_event in zip(lifecycle, kafka, strict=True):
         assert kafka_event["type"] == nats_event["type"]
         assert kafka_event["actor"] == nats_event["actor"]
         assert kafka_event["data"] == nats_event["data"]
@@ -269,7 +269,7 @@ def test_broker_outage_during_a_commit_burst_loses_nothing(request, backend, out
             outage_nats.stop()  # the broker dies while the commits go on
             broker_down.set()
             statuses = {name: future.result() for name, future in futures.items()}
-        for name, codes in statuses.items():
+        for codes in statuses.values():
             assert codes == [200] * len(codes)  # no commit failed or was blocked because of the broker
 
         # the outage shows in the metrics

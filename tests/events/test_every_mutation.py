@@ -49,7 +49,9 @@ def test_every_mutation_emits_its_event_in_order(events_server, idp, tmp_path):
         source = catalog.create_table("ops.source", schema=pa.schema([("id", pa.int64())]))
         source.append(pa.table({"id": [1, 2]}))
         source_id = str(source.metadata.table_uuid)
-        forced = http.delete(f"{prefix}/namespaces/ops/tables/source", params={"force": "true", "purgeRequested": "false"})
+        forced = http.delete(
+            f"{prefix}/namespaces/ops/tables/source", params={"force": "true", "purgeRequested": "false"}
+        )
         assert forced.status_code == 204, forced.text
         registered = catalog.register_table("ops.registered", source.metadata_location)
         registered_id = str(registered.metadata.table_uuid)
@@ -81,9 +83,11 @@ def test_every_mutation_emits_its_event_in_order(events_server, idp, tmp_path):
         catalog.drop_namespace("attic")
 
         other = http.post(f"{MGMT}/warehouse", json={
-            "warehouse-name": f"wh-{uuid.uuid4().hex[:8]}", "storage-profile": {"type": "file", "root": str(tmp_path / "other")},
+            "warehouse-name": f"wh-{uuid.uuid4().hex[:8]}",
+            "storage-profile": {"type": "file", "root": str(tmp_path / "other")},
         }).json()
-        assert http.post(f"{MGMT}/warehouse/{other['warehouse-id']}/rename", json={"new-name": other["name"] + "-x"}).status_code == 200
+        renamed = http.post(f"{MGMT}/warehouse/{other['warehouse-id']}/rename", json={"new-name": other["name"] + "-x"})
+        assert renamed.status_code == 200
         assert http.delete(f"{MGMT}/warehouse/{other['warehouse-id']}").status_code == 204
 
         ours = {wid, other["warehouse-id"]}
@@ -114,7 +118,8 @@ def test_every_mutation_emits_its_event_in_order(events_server, idp, tmp_path):
 
     events = [e for e in received if e.get("warehouse-id") in ours]
     assert [(e["type"], e["warehouse-id"], e.get("tabular-type"), e.get("name")) for e in events] == expected
-    assert {e["actor"] for e in events} == {json.dumps({"type": "principal", "principal": "oidc~carol"}, separators=(",", ":"))}
+    carol = json.dumps({"type": "principal", "principal": "oidc~carol"}, separators=(",", ":"))
+    assert {e["actor"] for e in events} == {carol}
     assert len({e["id"] for e in events}) == len(events)
     by_name = {(e["type"], e.get("name")): e for e in events}
     # registering keeps the table uuid of the metadata: one tabular id across both lives

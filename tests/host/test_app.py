@@ -58,7 +58,9 @@ async def test_unknown_route_is_an_iceberg_error_model(client):
     response = await client.get("/catalog/v1/nothing/here/at/all")
     assert response.status_code == 404
     assert await response.get_json() == {
-        "error": {"message": "No route for GET /catalog/v1/nothing/here/at/all", "type": "NotFoundException", "code": 404}
+        "error": {
+            "message": "No route for GET /catalog/v1/nothing/here/at/all", "type": "NotFoundException", "code": 404
+        }
     }
 
 
@@ -128,7 +130,9 @@ async def test_request_time_limit_is_a_408_and_the_change_is_not_applied(tmp_pat
         prefix = (await (await client.get("/catalog/v1/config?warehouse=demo")).get_json())["defaults"]["prefix"]
         tables = f"/catalog/v1/{prefix}/namespaces/slow/tables"
         assert (await client.post(f"/catalog/v1/{prefix}/namespaces", json={"namespace": ["slow"]})).status_code == 200
-        schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+        schema = {
+            "type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]
+        }
         assert (await client.post(tables, json={"name": "t", "schema": schema})).status_code == 200
 
         response = await client.post(
@@ -158,7 +162,9 @@ async def test_malformed_body_names_the_field(client):
     error = (await response.get_json())["error"]
     assert error["type"] == "BadRequestException"
     assert "accept-terms-of-use" in error["message"]
-    not_json = await client.post("/management/v1/bootstrap", data=b"{nope", headers={"Content-Type": "application/json"})
+    not_json = await client.post(
+        "/management/v1/bootstrap", data=b"{nope", headers={"Content-Type": "application/json"}
+    )
     assert not_json.status_code == 400 and "not valid JSON" in (await not_json.get_json())["error"]["message"]
 
 
@@ -215,3 +221,26 @@ def test_pool_gauges_and_request_metrics(pg_url):
         text = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text
     assert 'lakekeeper_db_pool_connections{pool="write",state="open"}' in text
     assert 'lakekeeper_http_requests_total{endpoint="/management/v1/info",method="GET",status="200"}' in text
+
+
+def test_store_cache_lookups_are_counted_in_the_metrics():
+    with CatalogServer({}) as server:
+        config = httpx.get(server.url + "/catalog/v1/config", params={"warehouse": "demo"}).json()
+        prefix = config["defaults"]["prefix"]
+        tables = f"{server.url}/catalog/v1/{prefix}/namespaces/cached/tables"
+        httpx.post(f"{server.url}/catalog/v1/{prefix}/namespaces", json={"namespace": ["cached"]}).raise_for_status()
+        httpx.post(tables, json={"name": "t", "schema": {"type": "struct", "fields": [
+            {"id": 1, "name": "x", "type": "long", "required": False}]}}).raise_for_status()
+        for _ in range(3):
+            assert httpx.get(tables + "/t").status_code == 200
+        text = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text
+
+    def count(cache: str, result: str) -> float:
+        prefix = f'lakekeeper_cache_requests_total{{cache="{cache}",result="{result}"}}'
+        return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(prefix))
+
+    # the create put the new metadata in the cache, so every load found it; the warehouse row
+    # is read once and then served from the cache
+    assert count("table-metadata", "hit") >= 3
+    assert count("warehouse", "miss") >= 1
+    assert count("warehouse", "hit") >= 3

@@ -64,7 +64,8 @@ async def test_default_project_id_and_disabling_the_default_project(tmp_path):
         warehouses = await (await app.test_client().get("/management/v1/warehouse")).get_json()
     assert {w["project-id"] for w in warehouses["warehouses"]} == {custom}
 
-    async with make_app(tmp_path / "off", ENABLE_DEFAULT_PROJECT="false", EMBEDDED_QUICKSTART="false").test_app() as app:
+    off = make_app(tmp_path / "off", ENABLE_DEFAULT_PROJECT="false", EMBEDDED_QUICKSTART="false")
+    async with off.test_app() as app:
         client = app.test_client()
         response = await client.get("/management/v1/warehouse")
         assert response.status_code == 400

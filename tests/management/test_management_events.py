@@ -28,7 +28,8 @@ def test_warehouse_create_rename_delete_publish_events(make_server, tmp_path):
     server = make_server({"LAKEKEEPER__LOG_CLOUDEVENTS": "true"})
     client = httpx.Client(base_url=server.url, timeout=30)
     created = client.post(
-        f"{MGMT}/warehouse", json={"warehouse-name": "evented", "storage-profile": {"type": "file", "root": str(tmp_path)}}
+        f"{MGMT}/warehouse",
+        json={"warehouse-name": "evented", "storage-profile": {"type": "file", "root": str(tmp_path)}},
     )
     wid = created.json()["warehouse-id"]
     client.post(f"{MGMT}/warehouse/{wid}/rename", json={"new-name": "evented-2"})

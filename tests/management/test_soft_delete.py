@@ -72,7 +72,8 @@ def test_soft_delete_undrop_and_purge_after_expiry(server, http, tmp_path_factor
     assert files_under(location)  # soft-deleted data stays
 
     undrop = http.post(
-        f"{MGMT}/warehouse/{warehouse_id}/deleted-tabulars/undrop", json={"targets": [{"type": "table", "id": table_id}]}
+        f"{MGMT}/warehouse/{warehouse_id}/deleted-tabulars/undrop",
+        json={"targets": [{"type": "table", "id": table_id}]},
     )
     assert undrop.status_code == 204, undrop.text
     assert deleted(http, warehouse_id) == []

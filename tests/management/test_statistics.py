@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 MGMT = "/management/v1"
 
@@ -18,7 +18,8 @@ def test_endpoint_calls_are_counted_per_route_status_and_warehouse(http, warehou
     for _ in range(3):
         assert http.get(f"{MGMT}/warehouse/{wid}").status_code == 200
     assert http.get(f"{MGMT}/project", headers=headers).status_code == 200
-    assert http.get(f"{MGMT}/project", headers={"x-project-id": "00000000-0000-0000-0000-00000000dead"}).status_code == 404
+    unknown = {"x-project-id": "00000000-0000-0000-0000-00000000dead"}
+    assert http.get(f"{MGMT}/project", headers=unknown).status_code == 404
 
     stats = http.post(f"{MGMT}/endpoint-statistics", json={"warehouse": {"type": "warehouse-id", "id": wid}})
     assert stats.status_code == 200
@@ -42,7 +43,7 @@ def test_endpoint_calls_are_counted_per_route_status_and_warehouse(http, warehou
     assert all(e["status-code"] == 404 for e in all_entries(only_errors))
 
     # an explicit window in the past has nothing
-    past = (datetime.now(timezone.utc) - timedelta(days=30)).isoformat()
+    past = (datetime.now(UTC) - timedelta(days=30)).isoformat()
     empty = http.post(
         f"{MGMT}/endpoint-statistics",
         json={"warehouse": {"type": "all"}, "range-specifier": {"type": "window", "end": past, "interval": "P1D"}},
@@ -51,7 +52,10 @@ def test_endpoint_calls_are_counted_per_route_status_and_warehouse(http, warehou
     # page tokens step through time windows
     previous = http.post(
         f"{MGMT}/endpoint-statistics",
-        json={"warehouse": {"type": "all"}, "range-specifier": {"type": "page-token", "token": body["previous-page-token"]}},
+        json={
+            "warehouse": {"type": "all"},
+            "range-specifier": {"type": "page-token", "token": body["previous-page-token"]},
+        },
     )
     assert previous.status_code == 200
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -99,7 +99,7 @@ def test_two_server_processes_never_run_the_same_task(make_server, tmp_path, tmp
     log_file = str(tmp_path / "runs.jsonl")
     # due a moment from now, so that both servers compete for all of them; each run takes 0.3 s, so
     # one server's 4 workers cannot take all 16 before the other polls
-    due = (datetime.now(timezone.utc) + timedelta(seconds=3)).isoformat().replace("+00:00", "Z")
+    due = (datetime.now(UTC) + timedelta(seconds=3)).isoformat().replace("+00:00", "Z")
     task_ids = []
     for _ in range(16):
         wid = new_file_warehouse(servers[0].url, tmp_path_factory)["id"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -15,7 +15,7 @@ MGMT = "/management/v1"
 
 
 def iso(delta: timedelta) -> str:
-    return (datetime.now(timezone.utc) + delta).isoformat().replace("+00:00", "Z")
+    return (datetime.now(UTC) + delta).isoformat().replace("+00:00", "Z")
 
 
 @pytest.fixture

@@ -164,7 +164,10 @@ def test_storage_profile_replacement_keeps_immutable_fields(http, warehouse):
 
 
 def test_creation_validation_reports_every_check(http, warehouse, tmp_path):
-    body = {"warehouse-name": f"candidate-{uuid.uuid4().hex[:6]}", "storage-profile": {"type": "file", "root": str(tmp_path)}}
+    body = {
+        "warehouse-name": f"candidate-{uuid.uuid4().hex[:6]}",
+        "storage-profile": {"type": "file", "root": str(tmp_path)},
+    }
     report = http.post(f"{MGMT}/warehouse-creation-validation", json=body)
     assert report.status_code == 200
     checks = {c["name"]: c["status"] for c in report.json()["checks"]}
@@ -193,7 +196,9 @@ def test_creation_validation_reports_every_check(http, warehouse, tmp_path):
 def test_unwritable_storage_fails_creation_with_the_failed_check(http, tmp_path):
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the warehouse directory should be")
-    body = {"warehouse-name": f"broken-{uuid.uuid4().hex[:6]}", "storage-profile": {"type": "file", "root": str(blocked)}}
+    body = {
+        "warehouse-name": f"broken-{uuid.uuid4().hex[:6]}", "storage-profile": {"type": "file", "root": str(blocked)}
+    }
     report = http.post(f"{MGMT}/warehouse-creation-validation", json=body).json()
     assert report["valid"] is False
     assert {c["name"]: c["status"] for c in report["checks"]}["lakekeeper-read-write"] == "failed"

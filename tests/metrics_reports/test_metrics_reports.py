@@ -17,7 +17,7 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse
+from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse, start_server
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 
@@ -101,7 +101,8 @@ def test_reports_are_stored_and_listed_newest_first(tables):
     ]
     assert len({r["report-id"] for r in listed}) == 3
     for r in listed:  # an ISO-8601 UTC timestamp of when the server stored it
-        assert abs(datetime.fromisoformat(r["created-at"].replace("Z", "+00:00")) - datetime.now(UTC)).total_seconds() < 600
+        created_at = datetime.fromisoformat(r["created-at"].replace("Z", "+00:00"))
+        assert abs(created_at - datetime.now(UTC)).total_seconds() < 600
     # reports belong to their table
     assert [r["snapshot-id"] for r in tables.reports(other_id)] == [99]
 
@@ -113,7 +114,8 @@ def test_filters(tables):
 
     assert [r["snapshot-id"] for r in tables.reports(table_id, type="commit")] == [2, 1]
     assert [r["snapshot-id"] for r in tables.reports(table_id, type="scan-report")] == [2, 1]
-    assert [r["report-type"] for r in tables.reports(table_id, **{"snapshot-id": 2})] == ["scan-report", "commit-report"]
+    of_snapshot_2 = tables.reports(table_id, **{"snapshot-id": 2})
+    assert [r["report-type"] for r in of_snapshot_2] == ["scan-report", "commit-report"]
     assert [r["report-type"] for r in tables.reports(table_id, type="scan", **{"snapshot-id": 1})] == ["scan-report"]
 
     # time windows: everything was created after a minute ago and before a minute from now
@@ -199,7 +201,10 @@ def test_reports_go_with_their_table(tables, server):
     assert tables.listing(dropped).status_code == 404 and tables.listing(purged).status_code == 404
     assert stored(dropped) == stored(purged) == 0
     # a recursive namespace drop takes its tables' reports too
-    assert tables.http.delete(f"/catalog/v1/{tables.warehouse_id}/namespaces/ns", params={"recursive": "true"}).status_code == 204
+    dropped_namespace = tables.http.delete(
+        f"/catalog/v1/{tables.warehouse_id}/namespaces/ns", params={"recursive": "true"}
+    )
+    assert dropped_namespace.status_code == 204
     assert stored(in_namespace) == 0
 
 
@@ -210,12 +215,8 @@ def test_reports_go_with_their_table(tables, server):
 def bounded_server(request):
     """At most 3 reports per table, none older than 2 seconds."""
     env = {"LAKEKEEPER__METRICS_REPORTS__MAX_REPORTS_PER_TABLE": "3", "LAKEKEEPER__METRICS_REPORTS__MAX_AGE": "2s"}
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url_factory")()
-        env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-    server = CatalogServer(env).start()
-    if request.param == "postgres":
-        httpx.post(server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True})
+    url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
+    server = start_server(env, pg_url=url)
     yield server
     server.close()
 

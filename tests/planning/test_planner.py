@@ -25,7 +25,9 @@ SCHEMA = Schema(
     NestedField(2, "cat", StringType(), required=False),
     NestedField(3, "d", DateType(), required=False),
 )
-SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat"), PartitionField(3, 1001, IdentityTransform(), "d"))
+SPEC = PartitionSpec(
+    PartitionField(2, 1000, IdentityTransform(), "cat"), PartitionField(3, 1001, IdentityTransform(), "d")
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,8 @@ def table(tmp_path_factory):
 def plan(table, body, page_size=None):
     async def run():
         request = sp.parse_plan_request(body, table.metadata)
-        planner = sp.Planner(request, sp.StorageFileIO(FileStorage(FileProfile(root=table.root)), asyncio.get_running_loop()))
+        io = sp.StorageFileIO(FileStorage(FileProfile(root=table.root)), asyncio.get_running_loop())
+        planner = sp.Planner(request, io)
         return await asyncio.to_thread(planner.plan)
 
     return asyncio.run(run())

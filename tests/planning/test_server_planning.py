@@ -22,7 +22,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
-from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse
+from lakekeeper_host.testing.server import create_file_warehouse, start_server
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -74,11 +74,14 @@ def test_server_side_planning_reads_the_same_rows(catalog, server, warehouse):
         local = catalog.load_table("ns.t").scan(row_filter=row_filter)
         remote = served.scan(row_filter=row_filter)
         assert rows(remote.to_arrow()) == rows(local.to_arrow()), row_filter
-        assert sorted(t.file.file_path for t in remote.plan_files()) == sorted(t.file.file_path for t in local.plan_files())
+        remote_files = sorted(t.file.file_path for t in remote.plan_files())
+        assert remote_files == sorted(t.file.file_path for t in local.plan_files())
     # projection and time travel go through the server too
     first = served.metadata.snapshots[0].snapshot_id
     remote = served.scan(row_filter=EqualTo("cat", "a"), selected_fields=("id",), snapshot_id=first).to_arrow()
-    local = catalog.load_table("ns.t").scan(row_filter=EqualTo("cat", "a"), selected_fields=("id",), snapshot_id=first).to_arrow()
+    local = catalog.load_table("ns.t").scan(
+        row_filter=EqualTo("cat", "a"), selected_fields=("id",), snapshot_id=first
+    ).to_arrow()
     assert remote.column_names == ["id"] and sorted(remote["id"].to_pylist()) == sorted(local["id"].to_pylist())
 
 
@@ -106,7 +109,8 @@ def test_bad_plan_requests_are_clear_400s(catalog, http, prefix_url):
         ({"filter": {"type": "eq", "term": "id", "value": "abc"}}, "Invalid filter: Could not convert abc into a long"),
         ({"filter": {"type": "starts-with", "term": "id", "value": "1"}},
          "Invalid filter: starts-with needs a string column, 'id' is long"),
-        ({"filter": {"type": "eq", "term": "ID", "value": 1}}, "Could not find field with name ID, case_sensitive=True"),
+        ({"filter": {"type": "eq", "term": "ID", "value": 1}},
+         "Could not find field with name ID, case_sensitive=True"),
         ({"select": ["id", "missing"]}, "Invalid select"),
         ({"select": "id"}, "Invalid scan plan request: Input should be a valid list at select"),
         ({"stats-fields": ["zz"]}, "Invalid stats-fields: cannot find field 'zz'"),
@@ -119,8 +123,10 @@ def test_bad_plan_requests_are_clear_400s(catalog, http, prefix_url):
         error = response.json()["error"]
         assert error["type"] == "IllegalArgumentException" and message in error["message"], (body, error)
     # the same filters that are refused above work when they are right
-    assert http.post(url, json={"filter": {"type": "eq", "term": "ID", "value": 1}, "case-sensitive": False}).status_code == 200
-    assert http.post(url, json={"filter": {"type": "starts-with", "term": "cat", "value": "a"}}).json()["status"] == "completed"
+    insensitive = http.post(url, json={"filter": {"type": "eq", "term": "ID", "value": 1}, "case-sensitive": False})
+    assert insensitive.status_code == 200
+    on_string = http.post(url, json={"filter": {"type": "starts-with", "term": "cat", "value": "a"}})
+    assert on_string.json()["status"] == "completed"
     no_task = http.post(f"{prefix_url}/namespaces/ns/tables/t/tasks", json={})
     assert no_task.status_code == 400 and "plan-task" in no_task.json()["error"]["message"]
     # a missing table, plan and plan task are 404s of the right kind
@@ -150,12 +156,8 @@ def test_planning_is_advertised(http, server, warehouse):
 def tuned_server(request):
     """Pages of 2 tasks; plans that read 3 or more data manifests run asynchronously."""
     env = {"LAKEKEEPER__SCAN_PLANNING__MAX_TASKS_PER_PAGE": "2", "LAKEKEEPER__SCAN_PLANNING__ASYNC_MIN_MANIFESTS": "3"}
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url_factory")()
-        env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-    server = CatalogServer(env).start()
-    if request.param == "postgres":
-        httpx.post(server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True})
+    url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
+    server = start_server(env, pg_url=url)
     yield server
     server.close()
 
@@ -176,7 +178,9 @@ def test_many_tasks_come_in_pages_pyiceberg_follows(tuned):
     append_batches(table, 2)  # 2 manifests, 6 data files: synchronous, 3 pages of 2
     first = http.post("/namespaces/ns/tables/paged/plan", json={}).json()
     assert first["status"] == "completed" and len(first["file-scan-tasks"]) == 2 and len(first["plan-tasks"]) == 2
-    fetched = [http.post("/namespaces/ns/tables/paged/tasks", json={"plan-task": t}).json() for t in first["plan-tasks"]]
+    fetched = [
+        http.post("/namespaces/ns/tables/paged/tasks", json={"plan-task": t}).json() for t in first["plan-tasks"]
+    ]
     files = [t["data-file"]["file-path"] for page in [first, *fetched] for t in page["file-scan-tasks"]]
     assert len(files) == len(set(files)) == 6
     # the plan can be fetched again by its id while it lives
@@ -194,7 +198,9 @@ def test_large_plans_are_asynchronous(tuned):
     server, name, catalog, http = tuned
     table = catalog.create_table("ns.big", SCHEMA, partition_spec=SPEC)
     append_batches(table, 4)  # 4 manifests >= 3: planned in the background
-    submitted = http.post("/namespaces/ns/tables/big/plan", json={"filter": EqualTo("cat", "b").model_dump(mode="json")}).json()
+    submitted = http.post(
+        "/namespaces/ns/tables/big/plan", json={"filter": EqualTo("cat", "b").model_dump(mode="json")}
+    ).json()
     assert submitted["status"] == "submitted" and submitted["plan-id"]
     url = f"/namespaces/ns/tables/big/plan/{submitted['plan-id']}"
     deadline = time.monotonic() + 60
@@ -203,9 +209,12 @@ def test_large_plans_are_asynchronous(tuned):
         time.sleep(0.1)
         result = http.get(url).json()
     assert result["status"] == "completed"
-    pages = [result] + [http.post("/namespaces/ns/tables/big/tasks", json={"plan-task": t}).json() for t in result["plan-tasks"]]
+    pages = [result] + [
+        http.post("/namespaces/ns/tables/big/tasks", json={"plan-task": t}).json() for t in result["plan-tasks"]
+    ]
     files = sorted(t["data-file"]["file-path"] for page in pages for t in page["file-scan-tasks"])
-    local = sorted(t.file.file_path for t in catalog.load_table("ns.big").scan(row_filter=EqualTo("cat", "b")).plan_files())
+    local_scan = catalog.load_table("ns.big").scan(row_filter=EqualTo("cat", "b"))
+    local = sorted(t.file.file_path for t in local_scan.plan_files())
     assert files == local and len(files) == 4
 
     # cancelling forgets the plan's results
@@ -222,11 +231,12 @@ def test_large_plans_are_asynchronous(tuned):
 def test_credentials_endpoint_vends_nothing_for_file_storage(tuned):
     _, _, catalog, http = tuned
     catalog.create_table("ns.creds", SCHEMA)
-    response = http.get("/namespaces/ns/tables/creds/credentials", headers={"X-Iceberg-Access-Delegation": "vended-credentials"})
+    vended = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+    response = http.get("/namespaces/ns/tables/creds/credentials", headers=vended)
     assert response.status_code == 200 and response.json() == {"storage-credentials": []}
     assert http.get("/namespaces/ns/tables/nope/credentials").status_code == 404
     # and the load response carries no storage-credentials either
-    loaded = http.get("/namespaces/ns/tables/creds", headers={"X-Iceberg-Access-Delegation": "vended-credentials"}).json()
+    loaded = http.get("/namespaces/ns/tables/creds", headers=vended).json()
     assert "storage-credentials" not in loaded
 
 
@@ -238,7 +248,7 @@ def test_credentials_endpoint_vends_nothing_for_file_storage(tuned):
 # for the files: the server must hand out the same data files, each with the same delete files.
 
 SQL_FILTERS = ["cat = 'a'", "cat = 'b' AND id > 4", "cat IN ('a', 'c')", "NOT (cat = 'a') OR val IS NULL", "id > 1000"]
-FILTER_CASES = list(zip(FILTERS, SQL_FILTERS))
+FILTER_CASES = list(zip(FILTERS, SQL_FILTERS, strict=True))
 
 
 def spark_rows(spark, table: str, where: str | None = None) -> list[tuple]:
@@ -288,7 +298,9 @@ def write_equality_deletes(spark, name: str, ids_by_partition: dict[str, list[in
     equality_ids = gateway.new_array(jvm.int, 1)
     equality_ids[0] = schema.findField("id").fieldId()
     delete_schema = schema.select(["id"])
-    factory = jvm.org.apache.iceberg.data.GenericAppenderFactory(schema, table.spec(), equality_ids, delete_schema, None)
+    factory = jvm.org.apache.iceberg.data.GenericAppenderFactory(
+        schema, table.spec(), equality_ids, delete_schema, None
+    )
     delta = table.newRowDelta()
     for category, ids in ids_by_partition.items():
         row = jvm.org.apache.iceberg.data.GenericRecord.create(schema)
@@ -296,7 +308,9 @@ def write_equality_deletes(spark, name: str, ids_by_partition: dict[str, list[in
         partition = jvm.org.apache.iceberg.PartitionKey(table.spec(), schema)
         partition.partition(row)
         location = table.locationProvider().newDataLocation(table.spec(), partition, f"eq-{uuid.uuid4().hex}.parquet")
-        output = jvm.org.apache.iceberg.encryption.EncryptedFiles.plainAsEncryptedOutput(table.io().newOutputFile(location))
+        output = jvm.org.apache.iceberg.encryption.EncryptedFiles.plainAsEncryptedOutput(
+            table.io().newOutputFile(location)
+        )
         writer = factory.newEqDeleteWriter(output, jvm.org.apache.iceberg.FileFormat.PARQUET, partition)
         for deleted_id in ids:
             record = jvm.org.apache.iceberg.data.GenericRecord.create(delete_schema)
@@ -324,7 +338,8 @@ def merge_on_read(plan: dict) -> list[tuple]:
             delete = deletes[index]
             content = read(delete["file-path"])
             if delete["content"] == "position-deletes":
-                positions |= {p for f, p in zip(content["file_path"].to_pylist(), content["pos"].to_pylist()) if f == data_path}
+                paths_and_positions = zip(content["file_path"].to_pylist(), content["pos"].to_pylist(), strict=True)
+                positions |= {p for f, p in paths_and_positions if f == data_path}
             else:
                 assert delete["equality-ids"] == [1]
                 deleted_ids |= set(content["id"].to_pylist())
@@ -346,7 +361,9 @@ def create_merge_on_read_table(spark, name: str, id_type: str) -> None:
         "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read', "
         "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')"
     )
-    values = ", ".join(f"({i}, '{('a', 'b', 'c')[i % 3]}', {'NULL' if i % 5 == 0 else repr(f'v{i}')})" for i in range(60))
+    values = ", ".join(
+        f"({i}, '{('a', 'b', 'c')[i % 3]}', {'NULL' if i % 5 == 0 else repr(f'v{i}')})" for i in range(60)
+    )
     spark.sql(f"INSERT INTO {name} VALUES {values}")
     spark.sql(f"INSERT INTO {name} VALUES (100, 'a', 'x'), (101, 'b', 'y')")
     spark.sql(f"DELETE FROM {name} WHERE id % 7 = 0")
@@ -354,7 +371,9 @@ def create_merge_on_read_table(spark, name: str, id_type: str) -> None:
 
 
 @pytest.mark.spark
-def test_server_planning_applies_spark_position_deletes(spark, spark_catalog, catalog, server, warehouse, http, prefix_url):
+def test_server_planning_applies_spark_position_deletes(
+    spark, spark_catalog, catalog, server, warehouse, http, prefix_url
+):
     spark.sql(f"CREATE NAMESPACE {spark_catalog}.ns")
     name = f"{spark_catalog}.ns.d"
     create_merge_on_read_table(spark, name, "BIGINT")
@@ -396,7 +415,9 @@ def test_server_planning_with_equality_deletes(spark, spark_catalog, catalog, se
     assert all(d["equality-ids"] == [1] for d in plan["delete-files"] if d["content"] == "equality-deletes")
     assert sorted(merge_on_read(plan)) == expected
     for row_filter, where in FILTER_CASES:
-        server_plan = http.post(f"{prefix_url}/namespaces/ns/tables/e/plan", json={"filter": row_filter.model_dump(mode="json")}).json()
+        server_plan = http.post(
+            f"{prefix_url}/namespaces/ns/tables/e/plan", json={"filter": row_filter.model_dump(mode="json")}
+        ).json()
         assert matching(merge_on_read(server_plan), row_filter) == spark_rows(spark, name, where), where
         assert server_planning(server_plan) == java_planning(spark, table, row_filter), where
 

@@ -157,7 +157,9 @@ async def test_cache_hits_and_misses_are_counted_in_the_metrics(database_secret_
         await secrets.get(secret_id)
 
     def count(result: str) -> float:
-        return metrics.registry.get_sample_value("lakekeeper_cache_requests_total", {"cache": "secrets", "result": result})
+        return metrics.registry.get_sample_value(
+            "lakekeeper_cache_requests_total", {"cache": "secrets", "result": result}
+        )
 
     assert (count("miss"), count("hit")) == (1, 2)
     rendered = metrics.render().decode()

@@ -11,7 +11,7 @@ from pyiceberg.types import StringType
 
 pytestmark = pytest.mark.spark
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 def test_spark_writes_pyiceberg_reads(spark, spark_catalog, catalog):

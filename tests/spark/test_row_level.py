@@ -30,7 +30,7 @@ def test_merge_delete_update(spark, spark_catalog, catalog, rows, format_version
         f"'write.update.mode' = '{mode}', 'write.merge.mode' = '{mode}')"
     )
     spark.sql(f"INSERT INTO {t} VALUES (1, 'ana', 100), (2, 'bo', 200), (3, 'cy', 300), (4, 'di', 400)")
-    lineage = "SELECT id, _row_id FROM {t}".format(t=t)
+    lineage = f"SELECT id, _row_id FROM {t}"
     row_ids = dict(rows(lineage)) if format_version == 3 else {}
 
     changes = (
@@ -81,7 +81,7 @@ def test_merge_delete_update(spark, spark_catalog, catalog, rows, format_version
         assert dict(rows(lineage)) == {i: row_ids[i] for i in (1, 2, 5)}
         # the catalog advanced next-row-id by every snapshot's added rows, in commit order
         assert [s.first_row_id for s in table.snapshots()][0] == 0
-        for before, after in zip(table.snapshots(), table.snapshots()[1:]):
+        for before, after in zip(table.snapshots(), table.snapshots()[1:], strict=False):
             assert after.first_row_id == before.first_row_id + before.added_rows
         last = table.snapshots()[-1]
         assert table.metadata.next_row_id == last.first_row_id + last.added_rows

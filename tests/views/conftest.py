@@ -162,8 +162,9 @@ class ViewClient:
     def replace(self, ident, **kwargs) -> dict:
         """Java ``ViewBuilder.replace()``: a table of that name is a client-side error first."""
         if self.table_exists(ident):
+            name = ".".join([*ident[0], ident[1]])
             raise RestError(409, {"error": {"type": "AlreadyExistsException",
-                                            "message": f"Table with same name already exists: {'.'.join([*ident[0], ident[1]])}"}})
+                                            "message": f"Table with same name already exists: {name}"}})
         base = self.load(ident)
         kwargs.setdefault("default_namespace", ident[0])
         requirements, updates = self.replace_changes(base, **kwargs)

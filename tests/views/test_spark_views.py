@@ -21,7 +21,8 @@ def test_spark_view_lifecycle(spark, spark_catalog, views):
     spark.sql(f"CREATE VIEW {c}.db.eu_sales AS SELECT id, amount FROM {c}.db.sales WHERE region = 'eu'")
     assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {c}.db.eu_sales").collect()) == [(1, 10.0), (3, 5.5)]
     loaded = views.load((("db",), "eu_sales"))["metadata"]
-    (representation,) = next(v for v in loaded["versions"] if v["version-id"] == loaded["current-version-id"])["representations"]
+    current = next(v for v in loaded["versions"] if v["version-id"] == loaded["current-version-id"])
+    (representation,) = current["representations"]
     assert representation["dialect"] == "spark" and "region = 'eu'" in representation["sql"]
 
     # CREATE OR REPLACE changes the query (a new version, same view)

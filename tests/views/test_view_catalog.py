@@ -29,9 +29,12 @@ SCHEMA = {
         {"id": 4, "name": "data", "type": "string", "required": True},
     ],
 }
-OTHER_SCHEMA = {"type": "struct", "schema-id": 7, "fields": [{"id": 1, "name": "some_id", "type": "int", "required": True}]}
+OTHER_SCHEMA = {
+    "type": "struct", "schema-id": 7, "fields": [{"id": 1, "name": "some_id", "type": "int", "required": True}]
+}
 TABLE_SCHEMA = Schema(
-    NestedField(3, "id", IntegerType(), required=True, doc="unique ID"), NestedField(4, "data", StringType(), required=True)
+    NestedField(3, "id", IntegerType(), required=True, doc="unique ID"),
+    NestedField(4, "data", StringType(), required=True),
 )
 NS = ("ns",)
 VIEW = (NS, "view")
@@ -173,7 +176,8 @@ def test_create_view_error_cases(views, ns, http, prefix_url):  # createViewErro
     for body in (
         {"name": "view", "schema": SCHEMA, "view-version": {**version, "representations": []}},
         {"name": "view", "view-version": version},
-        {"name": "view", "schema": SCHEMA, "view-version": {k: v for k, v in version.items() if k != "default-namespace"}},
+        {"name": "view", "schema": SCHEMA,
+         "view-version": {k: v for k, v in version.items() if k != "default-namespace"}},
     ):
         response = http.post(url, json=body)
         assert response.status_code == 400, response.text
@@ -376,7 +380,8 @@ def test_create_or_replace_view(views, ns, use_create_or_replace):  # createOrRe
     replaced = views.create_or_replace(VIEW, **replace) if use_create_or_replace else views.replace(VIEW, **replace)
     metadata = replaced["metadata"]
     assert replaced["metadata-location"] != result["metadata-location"]
-    assert {"prop1": "val1", "prop2": "val2", "replacedProp1": "val1", "replacedProp2": "val2"}.items() <= metadata["properties"].items()
+    expected = {"prop1": "val1", "prop2": "val2", "replacedProp1": "val1", "replacedProp2": "val2"}
+    assert expected.items() <= metadata["properties"].items()
     assert [e["version-id"] for e in metadata["version-log"]] == [1, 2]
     assert current_schema(metadata)["schema-id"] == 1 and fields(current_schema(metadata)) == fields(OTHER_SCHEMA)
     assert sorted(s["schema-id"] for s in metadata["schemas"]) == [0, 1]
@@ -440,7 +445,8 @@ def test_replace_view_version(views, ns):  # replaceViewVersion
     assert reprs(view_version) == [TRINO, SPARK]
     views.replace(VIEW, schema=OTHER_SCHEMA, queries=[TRINO], default_catalog="default")
     updated = views.load(VIEW)["metadata"]
-    assert [e["version-id"] for e in updated["version-log"]] == [view_version["version-id"], updated["current-version-id"]]
+    log_versions = [e["version-id"] for e in updated["version-log"]]
+    assert log_versions == [view_version["version-id"], updated["current-version-id"]]
     assert sorted(s["schema-id"] for s in updated["schemas"]) == [0, 1]
     current = current_version(updated)
     assert updated["versions"] == [view_version, current]
@@ -473,7 +479,9 @@ def test_dropping_a_dialect_needs_the_property(views, ns):  # the server side of
 
 def test_replace_view_version_error_cases(views, ns):  # replaceViewVersionErrorCases
     base = create(views, queries=[TRINO])
-    requirements, updates = views.replace_changes(base, schema=SCHEMA, queries=[TRINO, TRINO, TRINO], default_namespace=NS)
+    requirements, updates = views.replace_changes(
+        base, schema=SCHEMA, queries=[TRINO, TRINO, TRINO], default_namespace=NS
+    )
     with pytest.raises(views.Error) as info:
         views.commit(VIEW, requirements, updates)
     assert info.value.message == "Invalid view version: Cannot add multiple queries for dialect trino"
@@ -571,7 +579,8 @@ def test_update_view_location_conflict(views, ns):  # updateViewLocationConflict
 
 def test_concurrent_replace_view_version(views, ns):  # concurrentReplaceViewVersion (server-side retry)
     base = create(views, queries=[TRINO], properties={"replace.drop-dialect.allowed": "true"})
-    one = views.replace_changes(base, schema=SCHEMA, queries=[("trino", "select count(id) from ns.tbl")], default_namespace=NS)
+    one = views.replace_changes(base, schema=SCHEMA, queries=[("trino", "select count(id) from ns.tbl")],
+                                default_namespace=NS)
     two = views.replace_changes(base, schema=OTHER_SCHEMA, queries=[("spark", "select count(some_id) from ns.tbl")],
                                 default_namespace=NS)
     views.commit(VIEW, *two)
@@ -609,7 +618,9 @@ def test_sql_for_invalid_arguments(views, ns, http, prefix_url):  # testSqlForIn
     # sqlFor(null) is a client-side check; the server refuses a representation without a dialect
     version = views.version(1, 5, [SPARK], NS, None, "create")
     version["representations"] = [{"type": "sql", "sql": "select 1"}]
-    response = http.post(f"{prefix_url}/namespaces/ns/views", json={"name": "view", "schema": SCHEMA, "view-version": version})
+    response = http.post(
+        f"{prefix_url}/namespaces/ns/views", json={"name": "view", "schema": SCHEMA, "view-version": version}
+    )
     assert response.status_code == 400 and "dialect" in response.json()["error"]["message"]
 
 

@@ -105,7 +105,9 @@ def test_an_identical_schema_is_reused():
 def test_server_side_retry_of_a_concurrent_replace_gets_the_next_version_id():
     """Iceberg's concurrentReplaceViewVersion: both replaces computed against version 1."""
     base = created(**{vm.REPLACE_DROP_DIALECT_ALLOWED: "true"})
-    first, _ = vm.update_view_metadata(base, replace_updates("select count(some_id) from ns.tbl", "spark", OTHER_SCHEMA))
+    first, _ = vm.update_view_metadata(
+        base, replace_updates("select count(some_id) from ns.tbl", "spark", OTHER_SCHEMA)
+    )
     second, _ = vm.update_view_metadata(first, replace_updates("select count(id) from ns.tbl", "trino", schema_id=0))
     assert second.current_version_id == 3
     by_id = {v.version_id: v for v in second.versions}
@@ -132,7 +134,9 @@ def test_multiple_queries_for_one_dialect_are_rejected():
     reprs = [{"type": "sql", "sql": "a", "dialect": "trino"}, {"type": "sql", "sql": "b", "dialect": "Trino"}]
     vv = version("", reprs=reprs, version_id=2)
     with pytest.raises(CatalogError) as info:
-        vm.update_view_metadata(base, updates({"action": "add-view-version", "view-version": vv.model_dump(mode="json")}))
+        vm.update_view_metadata(
+            base, updates({"action": "add-view-version", "view-version": vv.model_dump(mode="json")})
+        )
     assert info.value.message == "Invalid view version: Cannot add multiple queries for dialect trino"
     assert info.value.type == "IllegalArgumentException"
 
@@ -144,7 +148,9 @@ def test_last_added_without_anything_added_is_a_validation_error():
     assert info.value.type == "ValidationException"
     vv = version("x", version_id=2, schema_id=-1)
     with pytest.raises(CatalogError) as info:
-        vm.update_view_metadata(base, updates({"action": "add-view-version", "view-version": vv.model_dump(mode="json")}))
+        vm.update_view_metadata(
+            base, updates({"action": "add-view-version", "view-version": vv.model_dump(mode="json")})
+        )
     assert "no schema has been added" in info.value.message
 
 
@@ -154,7 +160,9 @@ def test_unknown_version_and_schema_ids_are_rejected():
         vm.update_view_metadata(base, updates({"action": "set-current-view-version", "view-version-id": 9}))
     vv = version("x", version_id=2, schema_id=4)
     with pytest.raises(CatalogError, match="unknown schema: 4"):
-        vm.update_view_metadata(base, updates({"action": "add-view-version", "view-version": vv.model_dump(mode="json")}))
+        vm.update_view_metadata(
+            base, updates({"action": "add-view-version", "view-version": vv.model_dump(mode="json")})
+        )
 
 
 def test_properties_location_and_uuid():
@@ -216,7 +224,9 @@ def test_assert_view_uuid():
     base = created()
     (ok,) = vm.parse_view_requirements([{"type": "assert-view-uuid", "uuid": base.view_uuid}])
     vm.validate_requirements([ok], base)
-    (wrong,) = vm.parse_view_requirements([{"type": "assert-view-uuid", "uuid": "00000000-0000-0000-0000-000000000001"}])
+    (wrong,) = vm.parse_view_requirements(
+        [{"type": "assert-view-uuid", "uuid": "00000000-0000-0000-0000-000000000001"}]
+    )
     with pytest.raises(CatalogError) as info:
         vm.validate_requirements([wrong], base)
     assert info.value.code == 409 and info.value.type == "CommitFailedException"

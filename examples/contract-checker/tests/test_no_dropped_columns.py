@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from lakekeeper_contract_example import NoDroppedColumns
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import new_table_metadata
@@ -13,6 +12,8 @@ from pyiceberg.table.update import (
     SetPropertiesUpdate,
 )
 from pyiceberg.types import IntegerType, LongType, NestedField, StringType, StructType
+
+from lakekeeper_contract_example import NoDroppedColumns
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),

@@ -1,0 +1,117 @@
+"""In-process caches of the store, safe with several stateless replicas.
+
+* :class:`MetadataCache` -- table metadata by **metadata location**. A metadata file is never
+  rewritten in place (every commit writes a new file), so what a location names never changes
+  and an entry is right on every replica for as long as it is kept. It holds the JSON text,
+  derived texts (the ``snapshots=refs`` body) and parsed ``TableMetadata`` objects (frozen
+  pydantic models, shared read-only). LRU, bounded by an estimate of memory.
+* :class:`TtlCache` -- warehouse rows for a short time, as Lakekeeper caches them (60 s by
+  default, ``LAKEKEEPER__CACHE__WAREHOUSE__*``). A change made by this process forgets the
+  entry at once (and again when its transaction ends); another replica's change is seen within
+  the TTL -- except by loadTable and commits, which check the warehouse version in the same
+  query that finds the table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+# ``observer(cache, "hit" | "miss")``: how the server counts lookups in its metrics
+Observer = Callable[[str, str], None]
+
+
+def _ignore(cache: str, result: str) -> None:
+    pass
+
+
+# parsed pydantic metadata takes several times the memory of its JSON text
+PARSED_WEIGHT = 8
+DEFAULT_METADATA_BYTES = 64 * 2**20
+
+
+class MetadataCache:
+    """LRU of ``(kind, metadata location) -> value`` bounded by ``max_bytes`` (estimated)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_METADATA_BYTES):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self.observer: Observer = _ignore
+
+    def get(self, kind: str, location: str) -> Any:
+        entry = self._entries.get((kind, location))
+        if entry is None:
+            self.observer("table-metadata", "miss")
+            return None
+        self._entries.move_to_end((kind, location))
+        self.observer("table-metadata", "hit")
+        return entry[0]
+
+    def put(self, kind: str, location: str, value: Any, size: int) -> None:
+        if size > self.max_bytes // 4:  # one huge table must not evict everything else
+            return
+        key = (kind, location)
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        self._entries[key] = (value, size)
+        self.bytes += size
+        while self.bytes > self.max_bytes and self._entries:
+            _, (_, evicted) = self._entries.popitem(last=False)
+            self.bytes -= evicted
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class TtlCache:
+    """``key -> value`` for ``ttl`` seconds, at most ``capacity`` entries (oldest dropped first)."""
+
+    def __init__(self, ttl: float, capacity: int, *, enabled: bool = True):
+        self.ttl = ttl
+        self.capacity = capacity
+        self.enabled = enabled and ttl > 0 and capacity > 0
+        self._entries: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        self.observer: Observer = _ignore
+
+    def get(self, key: Hashable) -> Any:
+        if not self.enabled:
+            return None
+        entry = self._entries.get(key)
+        if entry is None or entry[0] < time.monotonic():
+            if entry is not None:
+                self._entries.pop(key, None)
+            self.observer("warehouse", "miss")
+            return None
+        self.observer("warehouse", "hit")
+        return entry[1]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if not self.enabled:
+            return
+        self._entries.pop(key, None)
+        self._entries[key] = (time.monotonic() + self.ttl, value)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def forget(self, key: Hashable) -> None:
+        self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+class StoreCaches:
+    """The caches one ``Store`` (one process) keeps."""
+
+    def __init__(self, *, warehouse_ttl: float = 60.0, warehouse_capacity: int = 1000,
+                 warehouse_enabled: bool = True, metadata_bytes: int = DEFAULT_METADATA_BYTES):
+        self.warehouses = TtlCache(warehouse_ttl, warehouse_capacity, enabled=warehouse_enabled)
+        self.metadata = MetadataCache(metadata_bytes)
+
+    def observe(self, observer: Observer) -> None:
+        """Report every lookup as ``observer(cache, "hit" | "miss")``."""
+        self.warehouses.observer = self.metadata.observer = observer
