@@ -6,6 +6,7 @@ import logging
 import ssl
 
 import pytest
+
 from lakekeeper_events_kafka import (
     KafkaConfig,
     KafkaSink,
@@ -13,7 +14,6 @@ from lakekeeper_events_kafka import (
     parse_librdkafka,
     producer_settings,
 )
-
 from lakekeeper_host.config.load import structure_section
 from lakekeeper_host.registry import StartupError
 
@@ -70,7 +70,12 @@ def test_mapping_to_aiokafka_arguments():
 
 
 def test_secrets_never_in_repr_or_logs(caplog):
-    conf = {"bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT", "sasl.username": "u", "sasl.password": "hunter2"}
+    conf = {
+        "bootstrap.servers": "h:1",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.username": "u",
+        "sasl.password": "hunter2",
+    }
     config = KafkaConfig(kafka_topic="t", kafka_config=conf)
     assert "hunter2" not in repr(config)
     sink = KafkaSink("t", producer_settings(conf))
@@ -87,7 +92,9 @@ def test_ssl_settings_build_a_context(tmp_path):
     context = settings.kwargs["ssl_context"]
     assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_NONE
     with pytest.raises(StartupError, match="cannot load"):
-        producer_settings({"bootstrap.servers": "h:1", "security.protocol": "SSL", "ssl.ca.location": str(tmp_path / "nope.pem")})
+        producer_settings(
+            {"bootstrap.servers": "h:1", "security.protocol": "SSL", "ssl.ca.location": str(tmp_path / "nope.pem")}
+        )
 
 
 @pytest.mark.parametrize(
@@ -96,7 +103,10 @@ def test_ssl_settings_build_a_context(tmp_path):
         ({"security.protocol": "SSL"}, "needs bootstrap.servers"),
         ({"bootstrap.servers": "h:1", "ssl.keystore.location": "/k.p12"}, "unsupported security setting"),
         ({"bootstrap.servers": "h:1", "ssl.ca.location": "/ca.pem"}, "need security.protocol SSL"),
-        ({"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL", "sasl.username": "u"}, "needs sasl.username and sasl.password"),
+        (
+            {"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL", "sasl.username": "u"},
+            "needs sasl.username and sasl.password",
+        ),
         ({"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}, "method=oidc"),
         ({"bootstrap.servers": "h:1", "security.protocol": "TLS"}, "unknown security.protocol"),
     ],

@@ -9,8 +9,8 @@ import uuid
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
-from lakekeeper_events_kafka import KafkaConfig, build_kafka_sink
 
+from lakekeeper_events_kafka import KafkaConfig, build_kafka_sink
 from lakekeeper_host.service.events import CloudEvent, EventDispatcher
 
 

@@ -75,7 +75,8 @@ def _nats_jwt(issuer, subject: str, name: str, nats_claims: dict) -> str:
               "nats": {**nats_claims, "version": 2}}
     digest = hashlib.sha256(json.dumps(claims, sort_keys=True).encode()).digest()
     claims["jti"] = base64.b32encode(digest).decode().rstrip("=")
-    signing_input = _b64(json.dumps({"typ": "JWT", "alg": "ed25519-nkey"}).encode()) + "." + _b64(json.dumps(claims).encode())
+    header = {"typ": "JWT", "alg": "ed25519-nkey"}
+    signing_input = _b64(json.dumps(header).encode()) + "." + _b64(json.dumps(claims).encode())
     return signing_input + "." + _b64(issuer.sign(signing_input.encode()))
 
 
@@ -97,7 +98,9 @@ def operator_mode(directory: Path) -> tuple[Path, Path]:
         "limits": {**unlimited, "imports": -1, "exports": -1, "wildcards": True, "conn": -1, "leaf": -1},
     })
     system_jwt = _nats_jwt(operator, system.public_key.decode(), "SYS", {"type": "account"})  # JetStream needs it
-    user_jwt = _nats_jwt(account, user.public_key.decode(), "catalog", {"type": "user", "pub": {}, "sub": {}, **unlimited})
+    user_jwt = _nats_jwt(
+        account, user.public_key.decode(), "catalog", {"type": "user", "pub": {}, "sub": {}, **unlimited}
+    )
     conf = directory / "operator.conf"
     conf.write_text(
         f'operator: "{operator_jwt}"\nsystem_account: {system.public_key.decode()}\nresolver: MEMORY\n'

@@ -8,8 +8,8 @@ import uuid
 
 import nats
 import pytest
-from lakekeeper_events_nats import NatsConfig, NatsSink, build_nats_sink
 
+from lakekeeper_events_nats import NatsConfig, NatsSink, build_nats_sink
 from lakekeeper_host.config.types import Secret
 from lakekeeper_host.registry import StartupError
 from lakekeeper_host.service.events import CloudEvent, EventDispatcher
@@ -22,7 +22,9 @@ def make_event(n: int = 0, **extensions) -> CloudEvent:
         type="updateTable",
         data={"n": n, "updates": []},
         time="2025-01-01T00:00:00Z",
-        extensions={"tabular-id": "t-1", "num-events": 1, "sequence-number": 0, "actor": '{"type":"anonymous"}', **extensions},
+        extensions={
+            "tabular-id": "t-1", "num-events": 1, "sequence-number": 0, "actor": '{"type":"anonymous"}', **extensions
+        },
     )
 
 

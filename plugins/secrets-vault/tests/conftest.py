@@ -6,11 +6,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
 
 from lakekeeper_host.config.types import Secret
 from lakekeeper_host.testing.secrets_conformance import SeaweedTwoUsers
 from lakekeeper_host.testing.services import BaoUserpass, BinaryNotFound, OpenBaoServer
+from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
 
 MOUNT = "lakekeeper-kv"
 

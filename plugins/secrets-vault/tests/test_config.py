@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from lakekeeper_secrets_vault import Kv2Settings
 
 from lakekeeper_host.config import load_settings
 from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.registry import Registry, StartupError
+from lakekeeper_secrets_vault import Kv2Settings
 
 PASSWORD = "p@ss-w0rd-for-tests"
 NESTED = {
@@ -32,7 +32,11 @@ def kv2(env: dict[str, str]):
     [
         NESTED,
         {"LAKEKEEPER__KV2": f"{{url=http://vault:8200,user=lakekeeper,password={PASSWORD},secret_mount=kv}}"},
-        {"LAKEKEEPER__KV2": json.dumps({"url": "http://vault:8200", "user": "lakekeeper", "password": PASSWORD, "secret_mount": "kv"})},
+        {
+            "LAKEKEEPER__KV2": json.dumps(
+                {"url": "http://vault:8200", "user": "lakekeeper", "password": PASSWORD, "secret_mount": "kv"}
+            )
+        },
     ],
     ids=["nested", "compound", "json"],
 )

@@ -88,7 +88,10 @@ async def test_openbao_restarted_mid_test_the_next_request_succeeds(fresh_bao, s
     server = CatalogServer({**kv2_env(access), "LAKEKEEPER__CACHE__SECRETS__ENABLED": "false"}).start()
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
-            body = {"storage-profile": seaweed.profile("lakekeeper", "kv2-restart"), "storage-credential": seaweed.credential("first")}
+            body = {
+                "storage-profile": seaweed.profile("lakekeeper", "kv2-restart"),
+                "storage-credential": seaweed.credential("first"),
+            }
             before = await client.post("/management/v1/warehouse", json={"warehouse-name": "before", **body})
             assert before.status_code == 201, before.text
 

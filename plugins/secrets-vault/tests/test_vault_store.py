@@ -6,13 +6,13 @@ import asyncio
 import uuid
 
 import pytest
-from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
 
 from lakekeeper_host.config.types import Secret
 from lakekeeper_host.registry import StartupError
 from lakekeeper_host.service.secrets import SecretStoreError
 from lakekeeper_host.testing.secrets_conformance import S3_CREDENTIAL, new_secret_id
 from lakekeeper_host.testing.services import ServiceError
+from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
 
 from .conftest import kv2_config
 
@@ -139,7 +139,9 @@ async def test_a_mount_outside_the_policy_is_refused(bao, bao_access):
 
 
 async def test_bad_credentials_or_no_server_fail_at_startup_without_the_password(bao, bao_access):
-    wrong = Kv2Config(url=bao_access.url, user=bao_access.user, password=Secret("wrong-password-123"), secret_mount="kv")
+    wrong = Kv2Config(
+        url=bao_access.url, user=bao_access.user, password=Secret("wrong-password-123"), secret_mount="kv"
+    )
     with pytest.raises(StartupError, match="login as 'lakekeeper'") as raised:
         await VaultKv2Store(wrong, server_id="s").start()
     assert "wrong-password-123" not in str(raised.value)

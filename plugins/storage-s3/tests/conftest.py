@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from lakekeeper_host.testing.server import CatalogServer
 from lakekeeper_host.testing.services import (
     BinaryNotFound,
     SeaweedS3,
@@ -23,7 +24,6 @@ from lakekeeper_host.testing.services import (
     seaweed_iam_config,
     seaweed_role_arn,
 )
-from lakekeeper_host.testing.server import CatalogServer
 
 BUCKET = "lakekeeper"
 ROLE = "vended"
@@ -93,7 +93,9 @@ def s3_server(request, seaweed) -> Iterator[CatalogServer]:
     if backend == "postgres" and os.environ.get("LAKEKEEPER_TEST_SKIP_POSTGRES") == "1":
         pytest.skip("LAKEKEEPER_TEST_SKIP_POSTGRES=1")
     with postgres_for_tests() if backend == "postgres" else _nothing() as pg_url:
-        env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url, "LAKEKEEPER__PG_DATABASE_URL_READ": pg_url} if pg_url else {}
+        env = {}
+        if pg_url:
+            env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url, "LAKEKEEPER__PG_DATABASE_URL_READ": pg_url}
         server = CatalogServer(env).start()
         server.backend = backend
         try:

@@ -148,7 +148,11 @@ def test_stc_cache_hits_show_in_metrics(s3_server, s3_warehouse):
     def counter(result: str) -> float:
         text = httpx.get(f"http://127.0.0.1:{s3_server.metrics_port}/metrics", timeout=10).text
         for line in text.splitlines():
-            if line.startswith("lakekeeper_cache_requests_total") and 'cache="stc"' in line and f'result="{result}"' in line:
+            if (
+                line.startswith("lakekeeper_cache_requests_total")
+                and 'cache="stc"' in line
+                and f'result="{result}"' in line
+            ):
                 return float(line.rsplit(" ", 1)[1])
         return 0.0
 

@@ -73,7 +73,8 @@ def test_invalid_profiles_name_the_field(body, field):
 def test_aws_flavor_with_sts_needs_a_role():
     error = refused(S3Profile, {"bucket": "my-bucket", "region": "us-east-1", "sts-enabled": True})
     assert "sts-role-arn" in error.message
-    assert profile(**{"sts-enabled": True, "assume-role-arn": "arn:aws:iam::1:role/r"}).vended_role_arn == "arn:aws:iam::1:role/r"
+    assumed = profile(**{"sts-enabled": True, "assume-role-arn": "arn:aws:iam::1:role/r"})
+    assert assumed.vended_role_arn == "arn:aws:iam::1:role/r"
     assert profile(**{"sts-enabled": True, "flavor": "s3-compat"}).vended_role_arn is None
 
 

@@ -178,10 +178,14 @@ def test_profile_errors_are_400_naming_the_field(s3_server, s3_profile, s3_crede
 
 
 def test_overlapping_s3_warehouses_are_refused(s3_server, s3_profile, s3_credential):
-    first = post_warehouse(s3_server, {"warehouse-name": "outer", "storage-profile": s3_profile(), "storage-credential": s3_credential})
+    first = post_warehouse(
+        s3_server, {"warehouse-name": "outer", "storage-profile": s3_profile(), "storage-credential": s3_credential}
+    )
     assert first.status_code == 201, first.text
     inner = s3_profile(**{"key-prefix": s3_profile()["key-prefix"] + "/inner"})
-    second = post_warehouse(s3_server, {"warehouse-name": "inner", "storage-profile": inner, "storage-credential": s3_credential})
+    second = post_warehouse(
+        s3_server, {"warehouse-name": "inner", "storage-profile": inner, "storage-credential": s3_credential}
+    )
     assert second.status_code in (400, 409), second.text
     assert "overlap" in second.json()["error"]["message"].lower()
 

@@ -101,8 +101,8 @@ async def add_table(client, warehouse_id: str, location: str, *, typ: str = "tab
             {"id": namespace_id, "w": warehouse_id, "n": namespace_id, "k": namespace_id, "t": now_ms()},
         )
         await tx.execute(
-            "INSERT INTO tabular (id, warehouse_id, namespace_id, name, name_key, typ, location, deleted_at, created_at) "
-            "VALUES (:id, :w, :ns, 'tbl', 'tbl', :typ, :loc, :del, :t)",
+            "INSERT INTO tabular (id, warehouse_id, namespace_id, name, name_key, typ, location, deleted_at, "
+            "created_at) VALUES (:id, :w, :ns, 'tbl', 'tbl', :typ, :loc, :del, :t)",
             {"id": tabular_id, "w": warehouse_id, "ns": namespace_id, "typ": typ, "loc": location,
              "del": now_ms() if deleted else None, "t": now_ms()},
         )  # fmt: skip
@@ -154,12 +154,15 @@ async def test_table_scoped_signature_works_against_s3(app_client, seaweed, s3_p
     assert response.status_code == 200 and response.content == b"parquet-bytes"
 
 
-async def test_warehouse_scoped_route_finds_the_table_by_location(app_client, seaweed, s3_profile, s3_credential, key_prefix):
+async def test_warehouse_scoped_route_finds_the_table_by_location(
+    app_client, seaweed, s3_profile, s3_credential, key_prefix
+):
     client = await app_client()
     warehouse_id, base = await make_s3_warehouse(client, s3_profile, s3_credential)
     await add_table(client, warehouse_id, f"{base}/table-a")
     route = f"/catalog/v1/{warehouse_id}/v1/aws/s3/sign"
-    assert (await client.post(route, json=sign_body(seaweed, f"{key_prefix}/table-a/metadata/v1.json"))).status_code == 200
+    signed = await client.post(route, json=sign_body(seaweed, f"{key_prefix}/table-a/metadata/v1.json"))
+    assert signed.status_code == 200
     # an object under no table: nothing to authorise against
     nowhere = await client.post(route, json=sign_body(seaweed, f"{key_prefix}/no-table/f"))
     assert nowhere.status_code == 404
@@ -174,7 +177,9 @@ async def test_uri_outside_the_table_is_refused(app_client, seaweed, s3_profile,
         response = await client.post(route, json=sign_body(seaweed, key, "PUT"))
         assert response.status_code == 403, key
         assert (await response.get_json())["error"]["type"] == "RequestUriMismatch"
-    listing = await client.post(route, json={**sign_body(seaweed, ""), "uri": f"{seaweed.endpoint}/{BUCKET}?list-type=2&prefix={key_prefix}/"})
+    listing = await client.post(
+        route, json={**sign_body(seaweed, ""), "uri": f"{seaweed.endpoint}/{BUCKET}?list-type=2&prefix={key_prefix}/"}
+    )
     assert listing.status_code == 403
     inside = f"{seaweed.endpoint}/{BUCKET}?list-type=2&prefix={key_prefix}/table-a/metadata/"
     assert (await client.post(route, json={**sign_body(seaweed, ""), "uri": inside})).status_code == 200
@@ -190,7 +195,8 @@ async def test_bulk_delete_keys_must_all_be_inside(app_client, seaweed, s3_profi
         body = "<Delete>" + "".join(f"<Object><Key>{k}</Key></Object>" for k in keys) + "</Delete>"
         return {**sign_body(seaweed, ""), "uri": f"{seaweed.endpoint}/{BUCKET}?delete", "method": "POST", "body": body}
 
-    assert (await client.post(route, json=delete(f"{key_prefix}/table-a/a", f"{key_prefix}/table-a/b"))).status_code == 200
+    inside = await client.post(route, json=delete(f"{key_prefix}/table-a/a", f"{key_prefix}/table-a/b"))
+    assert inside.status_code == 200
     mixed = await client.post(route, json=delete(f"{key_prefix}/table-a/a", f"{key_prefix}/table-b/b"))
     assert mixed.status_code == 403
     no_body = {**delete("x"), "body": None}
@@ -214,7 +220,8 @@ async def test_dropped_tables_stay_readable_for_signing(app_client, seaweed, s3_
     warehouse_id, base = await make_s3_warehouse(client, s3_profile, s3_credential)
     await add_table(client, warehouse_id, f"{base}/gone", deleted=True)
     route = f"/catalog/v1/{warehouse_id}/v1/aws/s3/sign"
-    assert (await client.post(route, json=sign_body(seaweed, f"{key_prefix}/gone/metadata/v1.json", "HEAD"))).status_code == 200
+    response = await client.post(route, json=sign_body(seaweed, f"{key_prefix}/gone/metadata/v1.json", "HEAD"))
+    assert response.status_code == 200
 
 
 async def test_views_are_not_signable(app_client, seaweed, s3_profile, s3_credential, key_prefix):
@@ -222,7 +229,8 @@ async def test_views_are_not_signable(app_client, seaweed, s3_profile, s3_creden
     warehouse_id, base = await make_s3_warehouse(client, s3_profile, s3_credential)
     await add_table(client, warehouse_id, f"{base}/view-a", typ="view")
     route = f"/catalog/v1/{warehouse_id}/v1/aws/s3/sign"
-    assert (await client.post(route, json=sign_body(seaweed, f"{key_prefix}/view-a/metadata/v1.json"))).status_code == 404
+    response = await client.post(route, json=sign_body(seaweed, f"{key_prefix}/view-a/metadata/v1.json"))
+    assert response.status_code == 404
 
 
 async def test_region_must_match_the_profile(app_client, seaweed, s3_profile, s3_credential, key_prefix):
@@ -235,11 +243,15 @@ async def test_region_must_match_the_profile(app_client, seaweed, s3_profile, s3
     assert (await response.get_json())["error"]["type"] == "RegionMismatch"
 
 
-async def test_signing_disabled_and_unsupported_storage(app_client, seaweed, s3_profile, s3_credential, key_prefix, tmp_path):
+async def test_signing_disabled_and_unsupported_storage(
+    app_client, seaweed, s3_profile, s3_credential, key_prefix, tmp_path
+):
     client = await app_client()
     warehouse_id, base = await make_s3_warehouse(client, s3_profile, s3_credential, **{"remote-signing-enabled": False})
     await add_table(client, warehouse_id, f"{base}/table-a")
-    disabled = await client.post(f"/catalog/v1/{warehouse_id}/v1/aws/s3/sign", json=sign_body(seaweed, f"{key_prefix}/table-a/f"))
+    disabled = await client.post(
+        f"/catalog/v1/{warehouse_id}/v1/aws/s3/sign", json=sign_body(seaweed, f"{key_prefix}/table-a/f")
+    )
     assert disabled.status_code == 403
     assert (await disabled.get_json())["error"]["type"] == "RemoteSigningDisabled"
 
@@ -258,7 +270,8 @@ async def test_global_route_needs_a_warehouse_and_unknown_warehouses_are_404(app
     client = await app_client()
     response = await client.post("/catalog/v1/aws/s3/sign", json=sign_body(seaweed, "a/b"))
     assert response.status_code == 400
-    assert (await client.post(f"/catalog/v1/{new_id()}/v1/aws/s3/sign", json=sign_body(seaweed, "a/b"))).status_code == 404
+    unknown_warehouse = await client.post(f"/catalog/v1/{new_id()}/v1/aws/s3/sign", json=sign_body(seaweed, "a/b"))
+    assert unknown_warehouse.status_code == 404
     malformed = await client.post(f"/catalog/v1/{new_id()}/v1/aws/s3/sign", json={"uri": "x"})
     assert malformed.status_code == 400
 

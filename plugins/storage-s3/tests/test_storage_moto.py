@@ -30,11 +30,15 @@ def aws(monkeypatch):
         yield
 
 
-def make_storage(cache: CredentialCache | None = None, config: S3StorageConfig | None = None, credential=..., **profile):
+def make_storage(
+    cache: CredentialCache | None = None, config: S3StorageConfig | None = None, credential=..., **profile
+):
     body = {"bucket": BUCKET, "region": "eu-central-1", "key-prefix": "wh", "sts-enabled": True, "sts-role-arn": ROLE}
     body.update(profile)
     if credential is ...:
-        credential = {"credential-type": "access-key", "aws-access-key-id": "AKIATEST", "aws-secret-access-key": "secret"}
+        credential = {
+            "credential-type": "access-key", "aws-access-key-id": "AKIATEST", "aws-secret-access-key": "secret"
+        }
     parsed = structure_body(credential, S3Credential) if credential is not None else None
     cache = CredentialCache(100) if cache is None else cache
     return S3Storage(structure_body(body, S3Profile), parsed, config or S3StorageConfig(), cache)
@@ -209,7 +213,9 @@ def test_system_identity_is_gated_by_configuration():
     enabled = S3StorageConfig(enable_aws_system_credentials=True)
     make_storage(config=enabled, credential=identity, **{"assume-role-arn": ROLE})
     with pytest.raises(CatalogError, match="assume-role-arn"):
-        make_storage(config=enabled, credential=identity, **{"sts-role-arn": None, "flavor": "s3-compat", "sts-enabled": False})
+        make_storage(
+            config=enabled, credential=identity, **{"sts-role-arn": None, "flavor": "s3-compat", "sts-enabled": False}
+        )
     with pytest.raises(CatalogError, match="external-id"):
         make_storage(config=enabled, credential={"credential-type": "aws-system-identity"}, **{"assume-role-arn": ROLE})
     direct = S3StorageConfig(enable_aws_system_credentials=True, s3_enable_direct_system_credentials=True)

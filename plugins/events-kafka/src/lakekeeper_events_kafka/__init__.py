@@ -83,7 +83,9 @@ class KafkaSink:
                 await producer.stop()
                 raise
             self._producer = producer
-            log.info("publishing CloudEvents to Kafka topic %r via %s", self.topic, ",".join(self.settings.bootstrap_servers))
+            log.info(
+                "publishing CloudEvents to Kafka topic %r via %s", self.topic, ",".join(self.settings.bootstrap_servers)
+            )
 
     async def publish(self, event: CloudEvent) -> None:
         timeout = self.settings.delivery_timeout
@@ -133,7 +135,9 @@ async def build_kafka_sink(config: KafkaConfig, ctx: BuildContext) -> KafkaSink 
     try:
         await asyncio.wait_for(sink.start(), 5)
     except Exception as exc:  # noqa: BLE001 - the server must start while Kafka is down; events wait and retry
-        log.error("Kafka event sink: cannot reach %s yet (%s); will keep retrying", sink.settings.bootstrap_servers, exc)
+        log.error(
+            "Kafka event sink: cannot reach %s yet (%s); will keep retrying", sink.settings.bootstrap_servers, exc
+        )
     return sink
 
 

@@ -261,7 +261,9 @@ def producer_settings(conf: Mapping[str, str]) -> ProducerSettings:
     if protocol in ("SSL", "SASL_SSL"):
         kwargs["ssl_context"] = _ssl_context(conf)
     elif any(k in conf for k in _SSL_KEYS):
-        raise StartupError(f"LAKEKEEPER__KAFKA_CONFIG: ssl.* settings need security.protocol SSL or SASL_SSL, not {protocol}")
+        raise StartupError(
+            f"LAKEKEEPER__KAFKA_CONFIG: ssl.* settings need security.protocol SSL or SASL_SSL, not {protocol}"
+        )
 
     if protocol.startswith("SASL_"):
         mechanism = kwargs.setdefault("sasl_mechanism", "PLAIN")
@@ -281,7 +283,10 @@ def producer_settings(conf: Mapping[str, str]) -> ProducerSettings:
             except ValueError:
                 raise StartupError(f"LAKEKEEPER__KAFKA_CONFIG: {key} must be an integer") from None
     if ignored:
-        log.warning("Kafka event sink ignores librdkafka setting(s) aiokafka has no equivalent for: %s", ", ".join(sorted(ignored)))
+        log.warning(
+            "Kafka event sink ignores librdkafka setting(s) aiokafka has no equivalent for: %s",
+            ", ".join(sorted(ignored)),
+        )
     return ProducerSettings(
         kwargs=kwargs,
         delivery_timeout=delivery_ms / 1000,

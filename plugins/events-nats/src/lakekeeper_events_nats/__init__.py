@@ -131,7 +131,8 @@ class NatsSink:
                     await nc.close()
                     raise
             self._nc, self._js = nc, js
-            log.info("publishing CloudEvents to NATS %s subject %r", nc.connected_url.netloc if nc.connected_url else "?", self.topic)
+            server = nc.connected_url.netloc if nc.connected_url else "?"
+            log.info("publishing CloudEvents to NATS %s subject %r", server, self.topic)
 
     async def _ensure_stream(self, js: Any) -> None:
         stream = self.config.nats_jetstream_stream

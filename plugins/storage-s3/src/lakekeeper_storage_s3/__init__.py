@@ -12,7 +12,6 @@ from typing import Any
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.registry import BuildContext, StorageSpec
-
 from lakekeeper_storage_s3.cache import CredentialCache
 from lakekeeper_storage_s3.model import (
     S3AccessKeyCredential,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from lakekeeper_host.service.storage import StoragePermission
-
 from lakekeeper_storage_s3.locations import S3Location
 
 _READ = ("s3:GetObject", "s3:GetObjectVersion")
@@ -46,6 +45,11 @@ def session_policy(
     ]
     if kms_key_arn:
         statements.append(
-            {"Sid": "KmsAccess", "Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey"], "Resource": kms_key_arn}
+            {
+                "Sid": "KmsAccess",
+                "Effect": "Allow",
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+                "Resource": kms_key_arn,
+            }
         )
     return json.dumps({"Version": "2012-10-17", "Statement": statements}, separators=(",", ":"))

@@ -62,7 +62,9 @@ def sign(
 
     signed = {name.lower(): value for name, value in request.headers.items()}
     result: dict[str, list[str]] = {
-        name: values for name, values in headers.items() if name.lower() not in signed and name.lower() != "authorization"
+        name: values
+        for name, values in headers.items()
+        if name.lower() not in signed and name.lower() != "authorization"
     }
     for name, value in request.headers.items():
         result[name] = [value]

@@ -7,8 +7,8 @@ storage object (the host keeps one per warehouse version) and shared, which boto
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import base64
+import hashlib
 import json
 import logging
 import threading
@@ -32,7 +32,6 @@ from lakekeeper_host.service.storage import (
     is_sublocation,
 )
 from lakekeeper_host.store import new_id
-
 from lakekeeper_storage_s3 import signing
 from lakekeeper_storage_s3.cache import CredentialCache, VendedCredential
 from lakekeeper_storage_s3.locations import InvalidS3Location, S3Location, canonical, scheme_of
@@ -232,7 +231,9 @@ class S3Storage:
         if self.credential is not None:
             credentials = self._client("io-session", self._io_session).get_credentials()
         if credentials is None:
-            raise CatalogError(412, "SignWithoutCredentials", "Cannot sign requests for Warehouses without S3 credentials")
+            raise CatalogError(
+                412, "SignWithoutCredentials", "Cannot sign requests for Warehouses without S3 credentials"
+            )
         return credentials.get_frozen_credentials()
 
     # ------------------------------------------------------------------ locations
