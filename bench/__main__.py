@@ -17,6 +17,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--no-markdown", action="store_true", help="do not (re)write RESULTS.md")
     for name in ("width", "depth", "tables-per-leaf", "views-per-leaf", "columns", "properties"):
         run.add_argument(f"--{name}", type=int, help="tree dataset shape")
+    run.add_argument("--seconds", type=float,
+                     help="run every timed step this long (exercise the full plan's steps quickly; "
+                          "results are then marked as shortened and never written to latest.json)")
+    run.add_argument("--workers", help="comma list of hypercorn worker counts to measure (default 1,2)")
+    run.add_argument("--snapshot-points", help="comma list of snapshot counts for the snapshots curve")
+    run.add_argument("--list-points", help="comma list of table counts for the list-tables curve")
+    run.add_argument("--samples", type=int, help="sequential requests per curve point")
     commands.add_parser("setup-peers", help="install lakana-server into its own venv (for the lakana peer)")
     commands.add_parser("report", help="rewrite RESULTS.md and plots from a result JSON").add_argument("json")
     args = parser.parse_args(argv)

@@ -56,8 +56,8 @@ class SigV4Signer:
         if content_type:
             headers["content-type"] = content_type
         split = urllib.parse.urlsplit(url)
-        request = AWSRequest(method=method, url=url.split("?")[0], params=dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True)),
-                             data=body, headers=headers)
+        params = dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True))
+        request = AWSRequest(method=method, url=url.split("?")[0], params=params, data=body, headers=headers)
         self._auth.add_auth(request)
         signed = {k: v for k, v in request.headers.items()}
         if len(self._cache) > 50_000:

@@ -53,6 +53,19 @@ class Plan:
             curve_samples=5, peers=("sqlcatalog",),
         )
 
+    def shortened(self, seconds: float) -> Plan:
+        """Every timed step ``seconds`` long (open-model rates unchanged): to exercise the full
+        plan's steps in a few minutes. Such a run is never the recorded full run."""
+        return attrs.evolve(
+            self, read_tree_s=seconds, load_table_s=seconds, db_floor_s=seconds, read_update_s=seconds,
+            create_commits_s=seconds, contention_s=seconds, append_s=seconds,
+            list_time_budget_s=min(self.list_time_budget_s, max(seconds * 5, 5.0)))
+
+    @property
+    def is_full(self) -> bool:
+        """The plan ``python -m bench run`` uses without flags: what ``latest.json`` records."""
+        return self == Plan.full()
+
     def as_dict(self) -> dict[str, Any]:
         return attrs.asdict(self, value_serializer=lambda _inst, _field, value: list(value)
                             if isinstance(value, tuple) else value)

@@ -164,7 +164,7 @@ def summarize(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     summary: dict[str, Any] = {
         "load_table_vs_web_floor": _ratio(ours_load, _throughput(result, "load_table", "floor_workers_1")),
         "load_table_10k_vs_1_snapshots": _curve_ratio(snapshot_points, "load_refs"),
-        "list_100k_vs_100_tables": _curve_ratio(list_points, "first_page", "last_page"),
+        "list_100k_vs_100_tables": _curve_ratio(list_points, "first_page", "middle_page", "last_page"),
         "commit_vs_sqlcatalog": _ratio(ours_commit, _throughput(result, "commits", f"sqlcatalog_{biggest_commit}")),
         "workers2_vs_1": _ratio(_throughput(result, "workloads", "read_tree_workers_2"),
                                 _throughput(result, "workloads", "read_tree_workers_1")),
@@ -182,6 +182,7 @@ def summarize(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "load_table_vs_db_floor": _ratio(ours_load, _throughput(result, "load_table", "db_floor")),
         "load_table_workers2_vs_web_floor2": _ratio(_throughput(result, "load_table", "ours_workers_2"),
                                                      _throughput(result, "load_table", "floor_workers_2")),
+        "commit_largest_vs_smallest_metadata": _curve_ratio(snapshot_points, "append_commit"),
         "snapshots_max": snapshot_points[-1]["snapshots"] if snapshot_points else None,
         "list_tables_max": list_points[-1]["tables"] if list_points else None,
         "commit_concurrency": int(biggest_commit[1:]),
@@ -238,11 +239,28 @@ def plots(result: dict[str, Any], plot_dir: Path, *, stem: str) -> dict[str, str
         ax.set_title("Cost vs snapshots" + title_suffix)
         save(fig, "snapshots")
 
+        # the third curve: commit latency against the size of the metadata the commit rewrites
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        xs = [p["metadata_bytes"] / 1024 for p in points]
+        for stat, style in (("p50_ms", "-"), ("p99_ms", "--")):
+            ax.plot(xs, [_get(p, "append_commit", stat) for p in points], marker="o", linestyle=style,
+                    label=f"append commit {stat[:3]}")
+        for x, p in zip(xs, points, strict=True):
+            ax.annotate(f"{p['snapshots']:,} snap.", (x, _get(p, "append_commit", "p50_ms") or 0), fontsize=7,
+                        textcoords="offset points", xytext=(4, -10))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("table metadata JSON, KiB")
+        ax.set_ylabel("commit latency, ms")
+        ax.legend(fontsize=8)
+        ax.set_title("Commit latency vs metadata size" + title_suffix)
+        save(fig, "commit_vs_metadata")
+
     points = _get(result, "curves", "list_tables", "points") or []
     if points:
         fig, ax = plt.subplots(figsize=(7, 4.2))
         xs = [p["tables"] for p in points]
-        for field, label in (("first_page", "first page"), ("last_page", "last page")):
+        for field, label in (("first_page", "first page"), ("middle_page", "middle page"), ("last_page", "last page")):
             ax.plot(xs, [_get(p, field, "p50_ms") for p in points], marker="o", label=f"{label} p50")
             ax.plot(xs, [_get(p, field, "p99_ms") for p in points], marker=".", linestyle="--",
                     label=f"{label} p99")
@@ -312,7 +330,8 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 
 def _ops_table(entry: dict[str, Any]) -> list[str]:
-    lines = ["| operation | requests | ok/s | p50 ms | p95 ms | p99 ms | errors |", "|---|---:|---:|---:|---:|---:|---|"]
+    lines = ["| operation | requests | ok/s | p50 ms | p95 ms | p99 ms | errors |",
+             "|---|---:|---:|---:|---:|---:|---|"]
     for name, op in sorted((entry.get("operations") or {}).items()):
         errors = ", ".join(f"{k}: {v}" for k, v in op["errors"].items()) or "–"
         lines.append(f"| {name} | {op['requests']:,} | {_fmt(op['throughput_rps'], 1)} | {_fmt(op['p50_ms'])} | "
@@ -357,6 +376,9 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
         lines += ["## Problems seen in this run", "",
                   "Ratios below skip steps where nothing succeeded, but read them with these in mind:", ""]
         lines += [f"- {problem}" for problem in problems] + [""]
+    if not meta["quick"] and not meta.get("full_plan", True):
+        lines += ["> **Not the full plan**: durations, curve points or peers were changed on the command line "
+                  "(`plan` in the JSON). Shortened steps measure little; use it to check the harness.", ""]
     if meta["quick"]:
         lines += ["> **This is a `--quick` smoke run**: seconds instead of minutes and small curves. Its numbers "
                   "show the harness works, not how fast the server is. The full PostgreSQL run "
@@ -380,7 +402,8 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
     for key, target in (result.get("targets") or {}).items():
         met = {True: "yes", False: "**no**", None: "not measured"}[target["met"]]
         lines.append(f"| `{key}` — {target['what']} | {_fmt(target['value'], 3)} | {target['target']} | {met} |")
-    for key in ("vs_lakana_load_table", "load_table_vs_db_floor", "load_table_workers2_vs_web_floor2",
+    for key in ("vs_lakana_load_table", "load_table_vs_db_floor", "commit_largest_vs_smallest_metadata",
+                "load_table_workers2_vs_web_floor2",
                 "load_table_rps", "snapshots_max", "list_tables_max"):
         lines.append(f"| `{key}` | {_fmt(summary.get(key), 3)} | (context) | |")
     lines += ["", "Ratios are ours divided by theirs (throughput), or large over small (latency curves).", ""]
@@ -450,13 +473,24 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
     if isinstance(snapshots, dict) and "points" in snapshots:
         lines += [f"History built with batched add-snapshot commits ({snapshots.get('build_history_s')} s); "
                   f"{plan['curve_samples']} sequential requests per point.", "",
-                  "| snapshots | load refs p50 ms | load all p50 ms | commit p50 ms | metadata KiB | refs response KiB |",
+                  "| snapshots | load refs p50 ms | load all p50 ms | commit p50 ms | metadata KiB "
+                  "| refs response KiB |",
                   "|---:|---:|---:|---:|---:|---:|"]
         for p in snapshots["points"]:
             lines.append(f"| {p['snapshots']:,} | {_fmt(p['load_refs']['p50_ms'])} | {_fmt(p['load_all']['p50_ms'])} | "
                          f"{_fmt(p['append_commit']['p50_ms'])} | {_fmt(p['metadata_bytes'] / 1024, 1)} | "
                          f"{_fmt(p['load_refs']['bytes'] / 1024, 1)} |")
         lines += [""] + image("snapshots", "latency vs snapshots")
+        lines += ["### Commit latency vs metadata size", "",
+                  "The same append commits (add-snapshot + set `main`, `assert-ref-snapshot-id`), against the size "
+                  "of the metadata JSON each commit reads, rewrites and stores.", "",
+                  "| metadata KiB | snapshots | commit p50 ms | commit p95 ms | commit p99 ms |",
+                  "|---:|---:|---:|---:|---:|"]
+        for p in snapshots["points"]:
+            lines.append(f"| {_fmt(p['metadata_bytes'] / 1024, 1)} | {p['snapshots']:,} | "
+                         f"{_fmt(p['append_commit']['p50_ms'])} | {_fmt(p['append_commit']['p95_ms'])} | "
+                         f"{_fmt(p['append_commit']['p99_ms'])} |")
+        lines += [""] + image("commit_vs_metadata", "commit latency vs metadata size")
     elif isinstance(snapshots, dict):
         lines += [f"**failed**: {str(snapshots.get('failed'))[:400]}", ""]
     listing = _get(result, "curves", "list_tables")
@@ -464,12 +498,16 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
     if isinstance(listing, dict) and "points" in listing:
         if listing.get("stopped"):
             lines += [f"Stopped early: {listing['stopped']}.", ""]
-        lines += [f"Page size {listing['page_size']}; the last page's token comes from walking every page once.", "",
-                  "| tables | create/s | first page p50 ms | last page p50 ms | first p99 | last p99 |",
-                  "|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"Page size {listing['page_size']}; the middle and last pages' tokens come from walking every "
+                  "page once. Tables beyond the API time budget are cloned rows (`created_via`).", "",
+                  "| tables | create/s | first page p50 ms | middle page p50 ms | last page p50 ms | first p99 | "
+                  "middle p99 | last p99 |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for p in listing["points"]:
+            middle = p.get("middle_page") or {}
             lines.append(f"| {p['tables']:,} | {_fmt(p['create_rate'], 1)} | {_fmt(p['first_page']['p50_ms'])} | "
-                         f"{_fmt(p['last_page']['p50_ms'])} | {_fmt(p['first_page']['p99_ms'])} | "
+                         f"{_fmt(middle.get('p50_ms'))} | {_fmt(p['last_page']['p50_ms'])} | "
+                         f"{_fmt(p['first_page']['p99_ms'])} | {_fmt(middle.get('p99_ms'))} | "
                          f"{_fmt(p['last_page']['p99_ms'])} |")
         lines += [""] + image("list_tables", "list page latency vs tables")
     elif isinstance(listing, dict):
@@ -480,7 +518,8 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
               f"- start to healthy: {_fmt(server.get('startup_s'), 3)} s (restart on a migrated database); "
               f"first start with migrations {_fmt(server.get('startup_first_s'), 3)} s",
               f"- RSS idle {_fmt(server.get('rss_idle_mb'), 1)} MiB; peak under read-tree load "
-              f"{_fmt(server.get('rss_load_mb'), 1)} MiB; after all workloads {_fmt(server.get('rss_after_workloads_mb'), 1)}"
+              f"{_fmt(server.get('rss_load_mb'), 1)} MiB; "
+              f"after all workloads {_fmt(server.get('rss_after_workloads_mb'), 1)}"
               " MiB (1 worker; RSS summed over the process tree)", ""]
     lines += ["## Peers", ""]
     for name, peer in (result.get("peers") or {}).items():

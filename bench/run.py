@@ -11,7 +11,6 @@ import datetime as dt
 import json
 import logging
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -20,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 
 from bench import peers, report
@@ -45,7 +45,7 @@ class Run:
         self.result: dict[str, Any] = {
             "meta": report.machine_and_versions(backend) | {
                 "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "backend": backend,
-                "quick": plan.quick, "plan": plan.as_dict()},
+                "quick": plan.quick, "full_plan": plan.is_full, "plan": plan.as_dict()},
             "server": {}, "workloads": {}, "load_table": {}, "commits": {}, "curves": {}, "peers": {},
             "peer_setup": {}, "skipped": {},
         }
@@ -167,15 +167,16 @@ class Run:
             if workers == 1:
                 continue
             multi = OurServer(env=db_env, data_dir=data_dir, workers=workers)
-            self.step("server", f"start_workers_{workers}", lambda: {"startup_s": multi.start().startup_s})
+            # step() calls its action at once; the defaults bind this iteration's values anyway
+            self.step("server", f"start_workers_{workers}", lambda m=multi: {"startup_s": m.start().startup_s})
             if multi.server is None or multi.server.process is None:
                 continue
             try:
                 target = self.target(multi.url)
-                self.step("workloads", f"read_tree_workers_{workers}", lambda: run_driver(
-                    "read_tree", {"target": target, "shape": shape, "with_views": views,
+                self.step("workloads", f"read_tree_workers_{workers}", lambda t=target, m=multi: run_driver(
+                    "read_tree", {"target": t, "shape": shape, "with_views": views,
                                   "concurrency": plan.read_concurrency, "duration": plan.read_tree_s},
-                    server_pid=multi.pid))
+                    server_pid=m.pid))
                 self.load_table_set(target, multi.pid, workers=workers)
             finally:
                 multi.stop()
@@ -270,7 +271,8 @@ class Run:
                                                  "startup_s": round(seaweed.startup_seconds or 0, 3),
                                                  "rss_idle_mb": rss_mb(seaweed.pid)}
             target = seaweed.target()
-            populated = self.step("peer_setup", "seaweedfs_populate", lambda: self.populate_peer(target, ["bench_peer"]))
+            populated = self.step("peer_setup", "seaweedfs_populate",
+                                  lambda: self.populate_peer(target, ["bench_peer"]))
             if populated and "failed" not in populated:
                 tables = self.peer_tables(["bench_peer"])
                 self.step("load_table", "seaweedfs", lambda: run_driver(
@@ -330,8 +332,21 @@ class Run:
 
 def result_paths(result: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     stamp = dt.datetime.now().strftime("%Y-%m-%d")
-    suffix = "-quick" if result["meta"]["quick"] else ""
+    meta = result["meta"]
+    suffix = "-quick" if meta["quick"] else ("" if meta.get("full_plan", True) else "-custom")
     return out_dir / f"{stamp}-{result['meta']['backend']}{suffix}.json", out_dir / "plots"
+
+
+def markdown_path(result: dict[str, Any], json_path: Path) -> Path:
+    """``bench/RESULTS.md`` for a full PostgreSQL run in the default directory (the recorded
+    results); a quick, shortened or SQLite run there gets ``<json stem>.md`` beside its JSON so
+    it never replaces them; with ``--out DIR`` it is ``DIR/RESULTS.md``."""
+    if json_path.parent != RESULTS_DIR:
+        return json_path.parent / "RESULTS.md"
+    meta = result["meta"]
+    if meta.get("full_plan") and meta["backend"] == "postgres":
+        return RESULTS_DIR.parent / "RESULTS.md"
+    return json_path.with_suffix(".md")
 
 
 def main_run(args: Any) -> int:
@@ -342,13 +357,16 @@ def main_run(args: Any) -> int:
                  if key in ("width", "depth", "tables_per_leaf", "views_per_leaf", "columns", "properties")
                  and value is not None}
     if overrides:
-        import attrs
-
         plan = attrs.evolve(plan, shape=attrs.evolve(plan.shape, **overrides))
     if args.peers is not None:
-        import attrs
-
         plan = attrs.evolve(plan, peers=tuple(p for p in args.peers.split(",") if p))
+    if args.seconds is not None:
+        plan = plan.shortened(args.seconds)
+    for flag, field in (("workers", "workers"), ("snapshot_points", "snapshot_points"), ("list_points", "list_points")):
+        if getattr(args, flag, None):
+            plan = attrs.evolve(plan, **{field: tuple(int(v) for v in getattr(args, flag).split(",") if v)})
+    if args.samples is not None:
+        plan = attrs.evolve(plan, curve_samples=args.samples)
     out_dir = Path(args.out) if args.out else RESULTS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     run = Run(plan, args.backend, out_dir)
@@ -359,12 +377,12 @@ def main_run(args: Any) -> int:
     result["plots"] = report.plots(result, plot_dir, stem=json_path.stem)
     json_path.write_text(json.dumps(result, indent=1))
     written = [json_path]
-    if args.backend == "postgres" and not plan.quick:
+    if args.backend == "postgres" and plan.is_full:
         latest = out_dir / "latest.json"
         latest.write_text(json.dumps(result, indent=1))
         written.append(latest)
     if not args.no_markdown:
-        markdown = out_dir.parent / "RESULTS.md" if out_dir == RESULTS_DIR else out_dir / "RESULTS.md"
+        markdown = markdown_path(result, json_path)
         markdown.write_text(report.markdown(result, json_path, markdown.parent))
         written.append(markdown)
     print(json.dumps({"summary": result["summary"], "written": [str(p) for p in written],
@@ -380,7 +398,7 @@ def main_report(json_file: str) -> int:
     result["warnings"] = report.warnings(result)
     result["plots"] = report.plots(result, json_path.parent / "plots", stem=json_path.stem)
     json_path.write_text(json.dumps(result, indent=1))
-    markdown = json_path.parent.parent / "RESULTS.md" if json_path.parent == RESULTS_DIR else json_path.parent / "RESULTS.md"
+    markdown = markdown_path(result, json_path)
     markdown.write_text(report.markdown(result, json_path, markdown.parent))
     print(markdown)
     return 0

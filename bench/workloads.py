@@ -500,8 +500,9 @@ async def snapshot_curve(target: dict[str, Any], *, points: list[int], samples: 
 async def list_curve(target: dict[str, Any], *, points: list[int], page_size: int = 100, samples: int = 30,
                      create_concurrency: int = 16, time_budget: float | None = None,
                      db: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Grow one namespace to each table count in ``points``; at each, time the first page and the
-    last page (its token found by walking every page once) of listTables at ``page_size``.
+    """Grow one namespace to each table count in ``points``; at each, time the first, the middle and
+    the last page (their tokens found by walking every page once) of listTables at ``page_size``:
+    with keyset pagination on the right index all three cost the same at any size.
 
     Tables are created through the API, concurrently. Once ``time_budget`` seconds of creating
     are spent, the rest of each point is filled, if ``db`` is given, by cloning the row of an
@@ -543,9 +544,15 @@ async def list_curve(target: dict[str, Any], *, points: list[int], page_size: in
             create_seconds_total += create_seconds
             if stopped_reason:
                 break
-            # walk every page once to find the last page's token (and count what the API lists)
+            if db is not None and db["kind"] == "postgres":
+                # fresh planner statistics, as autovacuum keeps them on a production server (this
+                # machine's PostgreSQL runs with autovacuum off; the clones also bypass the server)
+                async with _RawDatabase(db, 1) as raw:
+                    await raw.fetch("ANALYZE tabular")
+            # walk every page once to find the middle and last pages' tokens (and count what is listed)
             token: str | None = ""
             last_token = ""
+            tokens: list[str] = [""]
             listed = pages = 0
             while token is not None:
                 status, payload = await client.list_tables(namespace, page_size=page_size, page_token=token,
@@ -558,12 +565,14 @@ async def list_curve(target: dict[str, Any], *, points: list[int], page_size: in
                 next_token = body.get("next-page-token")
                 if next_token:
                     last_token = next_token
+                    tokens.append(next_token)
                 token = next_token or None
             row: dict[str, Any] = {"tables": created, "listed": listed, "pages": pages,
                                    "create_s": round(create_seconds, 2), "created_via": dict(via),
                                    "create_rate": round((created - (rows[-1]["tables"] if rows else 0))
                                                         / max(create_seconds, 1e-9), 1)}
-            for label, token_value in (("first_page", ""), ("last_page", last_token)):
+            middle_token = tokens[len(tokens) // 2]
+            for label, token_value in (("first_page", ""), ("middle_page", middle_token), ("last_page", last_token)):
                 latencies = []
                 for _ in range(samples):
                     start = time.perf_counter()
