@@ -95,7 +95,9 @@ class FileStorage:
         return await asyncio.to_thread(path_of(location).read_bytes)
 
     async def exists(self, location: str) -> bool:
-        return await asyncio.to_thread(path_of(location).exists)
+        # one stat() on a local disk costs microseconds, a hop to a worker thread ten times that;
+        # loadTable asks on every call (a deleted metadata file must answer 404)
+        return os.path.exists(path_of(location))
 
     async def delete(self, location: str) -> None:
         await asyncio.to_thread(lambda: path_of(location).unlink(missing_ok=True))
@@ -139,11 +141,14 @@ class FileStorage:
             # Unlike an object store, a directory must exist before a file goes into it. A staged
             # table has no metadata file yet, and DuckDB writes its first manifest into
             # <table>/metadata/ without creating the directory (its CTAS failed with "No such file").
+            # Called on every writable load: usually the directory is there and one stat() answers,
+            # inline (a worker-thread hop costs more than the syscall).
             metadata_dir = path_of(join_location(request.table_location, "metadata"))
-            try:
-                await asyncio.to_thread(metadata_dir.mkdir, parents=True, exist_ok=True)
-            except OSError as exc:  # a courtesy to such writers: a load must not fail over it
-                log.debug("cannot create %s: %s", metadata_dir, exc)
+            if not metadata_dir.is_dir():
+                try:
+                    await asyncio.to_thread(metadata_dir.mkdir, parents=True, exist_ok=True)
+                except OSError as exc:  # a courtesy to such writers: a load must not fail over it
+                    log.debug("cannot create %s: %s", metadata_dir, exc)
         return TableConfig()
 
     def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:
