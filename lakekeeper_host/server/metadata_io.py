@@ -12,6 +12,7 @@ After a successful commit, files that fell out of the metadata log (bounded by
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import logging
@@ -76,9 +77,17 @@ def to_json(metadata: TableMetadata) -> str:
     return IcebergBaseModel.model_dump_json(metadata)
 
 
+# The fastest level: metadata JSON is repetitive enough that level 1 ends within a few per cent of
+# level 9 at a fifth of the CPU (3.3 MB of snapshots: 9 ms vs 45 ms), and REST clients take the
+# metadata from the response, not from this file.
+GZIP_LEVEL = 1
+# bigger documents are compressed off the event loop (zlib releases the GIL meanwhile)
+_INLINE_BYTES = 256 * 1024
+
+
 def encode(location: str, metadata_json: str) -> bytes:
     data = metadata_json.encode()
-    return gzip.compress(data, mtime=0) if location.endswith(".gz.metadata.json") else data
+    return gzip.compress(data, GZIP_LEVEL, mtime=0) if location.endswith(".gz.metadata.json") else data
 
 
 def decode(data: bytes) -> str:
@@ -94,7 +103,11 @@ def parse(metadata_json: str | bytes | dict[str, Any]) -> TableMetadata:
 
 
 async def write_metadata(storage: Storage, location: str, metadata_json: str) -> None:
-    await storage.write(location, encode(location, metadata_json))
+    if len(metadata_json) > _INLINE_BYTES:
+        data = await asyncio.to_thread(encode, location, metadata_json)
+    else:
+        data = encode(location, metadata_json)
+    await storage.write(location, data)
 
 
 async def read_metadata(storage: Storage, location: str) -> tuple[TableMetadata, str]:
