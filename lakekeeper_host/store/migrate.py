@@ -47,8 +47,20 @@ def available_migrations(dialect: str) -> list[Migration]:
 
 
 def _statements(sql: str) -> list[str]:
+    """The statements of a migration file: split at semicolons, except inside ``$$``-quoted bodies."""
     body = "\n".join(line for line in sql.splitlines() if not line.strip().startswith("--"))
-    return [s.strip() for s in body.split(";") if s.strip()]
+    statements, current = [], []
+    for index, chunk in enumerate(body.split("$$")):
+        if index % 2:  # a dollar-quoted body: kept whole
+            current.append(f"$${chunk}$$")
+            continue
+        *complete, rest = chunk.split(";")
+        for piece in complete:
+            statements.append("".join([*current, piece]))
+            current = []
+        current.append(rest)
+    statements.append("".join(current))
+    return [s.strip() for s in statements if s.strip()]
 
 
 async def _applied(db: Executor) -> list[int]:

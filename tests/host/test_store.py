@@ -7,7 +7,13 @@ import asyncio
 import pytest
 
 from lakekeeper_host.store import Store
-from lakekeeper_host.store.migrate import MigrationError, available_migrations, migrate, migration_status
+from lakekeeper_host.store.migrate import (
+    MigrationError,
+    _statements,
+    available_migrations,
+    migrate,
+    migration_status,
+)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -29,6 +35,26 @@ async def test_migrations_are_idempotent_and_complete(store_url):
         assert pending == [] and done == [m.version for m in applied]
     finally:
         await store.disconnect()
+
+
+async def test_postgres_compresses_table_metadata_with_lz4(pg_url_factory):
+    """Migration 0008 (a dollar-quoted block, split as one statement) switches the column to lz4."""
+    store = Store(pg_url_factory().replace("postgresql://", "postgresql+asyncpg://", 1))
+    await store.connect()
+    try:
+        await migrate(store)
+        method = await store.fetch_val(
+            "SELECT CAST(a.attcompression AS TEXT) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "WHERE c.relname = 'tabular' AND a.attname = 'metadata'"
+        )
+        assert method == "l"
+    finally:
+        await store.disconnect()
+
+
+def test_statements_keep_dollar_quoted_bodies_whole():
+    sql = "-- a comment; with a semicolon\nCREATE TABLE a (x INT);\nDO $$ BEGIN PERFORM 1; END $$;\nSELECT 2"
+    assert _statements(sql) == ["CREATE TABLE a (x INT)", "DO $$ BEGIN PERFORM 1; END $$", "SELECT 2"]
 
 
 async def test_concurrent_migrations_are_safe(store_url):
