@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-
-from aiokafka import AIOKafkaProducer
+from typing import TYPE_CHECKING
 
 from lakekeeper_events_kafka.config import (
     KafkaConfig,
@@ -28,6 +27,9 @@ from lakekeeper_events_kafka.config import (
 from lakekeeper_host import hookimpl
 from lakekeeper_host.registry import BackendSpec, BuildContext
 from lakekeeper_host.service.events import CloudEvent
+
+if TYPE_CHECKING:
+    from aiokafka import AIOKafkaProducer
 
 __version__ = "0.1.0"
 __all__ = [
@@ -76,6 +78,8 @@ class KafkaSink:
         async with self._lock:
             if self._producer is not None:
                 return
+            from aiokafka import AIOKafkaProducer  # only servers that publish to Kafka import it
+
             producer = AIOKafkaProducer(**self.settings.kwargs)
             try:
                 await producer.start()

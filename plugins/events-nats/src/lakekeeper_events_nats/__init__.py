@@ -18,9 +18,7 @@ import asyncio
 import logging
 from typing import Any
 
-import nats
 from attrs import frozen
-from nats.js.errors import NotFoundError
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.config.types import Secret
@@ -105,6 +103,8 @@ class NatsSink:
         async with self._lock:
             if self._nc is not None and not self._nc.is_closed:
                 return
+            import nats  # imported when a sink connects: a server without NATS never pays for it
+
             nc = await nats.connect(
                 servers=self.config.servers(),
                 name="lakekeeper",
@@ -135,6 +135,8 @@ class NatsSink:
             log.info("publishing CloudEvents to NATS %s subject %r", server, self.topic)
 
     async def _ensure_stream(self, js: Any) -> None:
+        from nats.js.errors import NotFoundError
+
         stream = self.config.nats_jetstream_stream
         if not stream:
             return

@@ -8,7 +8,7 @@ requests for the host's remote-signing routes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.registry import BuildContext, StorageSpec
@@ -21,7 +21,9 @@ from lakekeeper_storage_s3.model import (
     S3SystemIdentityCredential,
     register_wire_hooks,
 )
-from lakekeeper_storage_s3.storage import S3Storage
+
+if TYPE_CHECKING:
+    from lakekeeper_storage_s3.storage import S3Storage
 
 __version__ = "0.1.0"
 __all__ = [
@@ -50,6 +52,8 @@ def credential_cache() -> CredentialCache:
 def build_s3_storage(profile: S3Profile, credential: S3Credential | None, ctx: BuildContext) -> S3Storage:
     stc = ctx.settings.host.cache.stc
     _CACHE.configure(capacity=stc.capacity, enabled=stc.enabled)
+    from lakekeeper_storage_s3.storage import S3Storage
+
     return S3Storage(profile, credential, ctx.settings.section(S3StorageConfig), _CACHE)
 
 
@@ -72,3 +76,12 @@ def lakekeeper_startup(state: Any) -> None:
     metrics = state.extras.get("metrics")
     if metrics is not None:
         _CACHE.metrics = metrics
+
+
+def __getattr__(name: str) -> Any:
+    # boto3 loads with the first S3 warehouse, not when the host discovers the plugin
+    if name == "S3Storage":
+        from lakekeeper_storage_s3.storage import S3Storage
+
+        return S3Storage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
