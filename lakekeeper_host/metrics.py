@@ -34,6 +34,12 @@ class Metrics:
         self.events_published = Counter(
             "lakekeeper_events_published_total", "Delivered events by sink", ["sink"], registry=self.registry
         )
+        self.events_dropped = Counter(
+            "lakekeeper_events_dropped_total",
+            "Events dropped undelivered by sink (its queue was full)",
+            ["sink"],
+            registry=self.registry,
+        )
         self.tasks = Counter(
             "lakekeeper_task_runs_total",
             "Task attempts by queue and outcome",

@@ -53,6 +53,14 @@ class CacheConfig:
 
 
 @frozen
+class EventsConfig:
+    """``LAKEKEEPER__EVENTS__*``: the in-process queue in front of every event sink."""
+
+    # events held per sink while it is slow or down; beyond that new events are dropped
+    queue_capacity: int = field(default=10000, validator=validators.ge(1))
+
+
+@frozen
 class HostConfig:
     """General server configuration (Lakekeeper §4.1, §4.5, §4.9)."""
 
@@ -94,6 +102,7 @@ class HostConfig:
     idempotency: IdempotencyConfig = IdempotencyConfig()
     debug: DebugConfig = DebugConfig()
     cache: CacheConfig = CacheConfig()
+    events: EventsConfig = EventsConfig()
     log_format: str = "json"
     log_level: str = "info"
 

@@ -88,10 +88,11 @@ async def startup_state(
         await store.disconnect()
         raise
     cache = settings.host.cache.secrets
-    events = EventDispatcher(sinks)
+    events = EventDispatcher(sinks, queue_size=settings.host.events.queue_capacity)
     if metrics is not None:
         events.on_failure = lambda sink: metrics.event_failures.labels(sink).inc()
         events.on_published = lambda sink: metrics.events_published.labels(sink).inc()
+        events.on_dropped = lambda sink: metrics.events_dropped.labels(sink).inc()
     state = AppState(
         settings=settings,
         pm=pm,

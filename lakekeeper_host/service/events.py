@@ -4,6 +4,11 @@ Publishing never blocks or fails a request: events go to a bounded in-process qu
 and a worker per sink delivers them in order, one at a time, with retries and exponential
 backoff. A sink that hangs is timed out and retried like one that fails; every failed attempt
 is reported through ``on_failure`` (a Prometheus counter in the server).
+
+A sink that stays down long enough fills its queue (``LAKEKEEPER__EVENTS__QUEUE_CAPACITY``
+events); from then on new events for that sink are dropped -- never waited for, since the
+request has already committed -- and every dropped event is reported through ``on_dropped``
+(its own counter: a drop is a lost event, a failure only a retried attempt).
 """
 
 from __future__ import annotations
@@ -113,9 +118,12 @@ class EventDispatcher:
         self._max_backoff = max_backoff
         self._max_attempts = max_attempts
         self._attempt_timeout = attempt_timeout
+        # events dropped per sink since its queue last had room (one warning per overflow)
+        self._overflowing: dict[str, int] = {s.name: 0 for s in sinks}
         # metrics hooks, called with the sink name
         self.on_failure: Callable[[str], None] | None = None
         self.on_published: Callable[[str], None] | None = None
+        self.on_dropped: Callable[[str], None] | None = None
 
     def start(self) -> None:
         if self._workers:
@@ -132,9 +140,26 @@ class EventDispatcher:
                 try:
                     queue.put_nowait(event)
                 except asyncio.QueueFull:
-                    self.stats[sink.name].dropped += 1
-                    self._notify(self.on_failure, sink.name)
-                    log.error("event queue of sink %r is full; dropped event %s (%s)", sink.name, event.id, event.type)
+                    self._drop(sink.name, event, queue.maxsize)
+                else:
+                    self._end_overflow(sink.name)
+
+    def _drop(self, sink_name: str, event: CloudEvent, capacity: int) -> None:
+        self.stats[sink_name].dropped += 1
+        self._notify(self.on_dropped, sink_name)
+        if self._overflowing[sink_name] == 0:  # once per overflow, not once per event of a burst
+            log.warning(
+                "event queue of sink %r is full (%d events, LAKEKEEPER__EVENTS__QUEUE_CAPACITY); dropping "
+                "new events until it has room again, starting with %s (%s); see lakekeeper_events_dropped_total",
+                sink_name, capacity, event.id, event.type,
+            )  # fmt: skip
+        self._overflowing[sink_name] += 1
+
+    def _end_overflow(self, sink_name: str) -> None:
+        dropped = self._overflowing[sink_name]
+        if dropped:
+            self._overflowing[sink_name] = 0
+            log.warning("event queue of sink %r has room again; %d event(s) were dropped", sink_name, dropped)
 
     def pending(self) -> dict[str, int]:
         """Events not yet delivered, per sink (queued plus the one being attempted)."""
@@ -163,6 +188,7 @@ class EventDispatcher:
                 reason = f"timed out after {self._attempt_timeout:.0f}s" if isinstance(exc, TimeoutError) else repr(exc)
                 if self._max_attempts and attempt >= self._max_attempts:
                     stats.dropped += 1
+                    self._notify(self.on_dropped, sink.name)
                     log.error("sink %r gave up on event %s after %d attempts: %s", sink.name, event.id, attempt, reason)
                     return
                 delay = min(self._max_backoff, 0.1 * 2 ** min(attempt, 10)) * (1 + random.random() * 0.1)

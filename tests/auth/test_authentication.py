@@ -7,6 +7,7 @@ HTTP in this process.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -14,8 +15,11 @@ import time
 import httpx
 import pytest
 
+from lakekeeper_host.config import load_settings
+from lakekeeper_host.server.authn import provider_configs
 from lakekeeper_host.testing.oidc import OidcIssuer
 from lakekeeper_host.testing.server import CatalogServer
+from tests.plugins.installed import plugin_env
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -290,3 +294,122 @@ def test_kubernetes_and_oidc_together(token_review, idp_one):
         expired = bearer(idp_one.mint("x", expires_in=-3600))
         assert httpx.get(srv.url + "/management/v1/info", headers=expired).status_code == 401
         assert len(token_review.reviews) == reviews
+
+
+# ------------------------------------------- scope, extra issuers, nbf, JWKS refresh, x-assume-role
+
+LEGACY_ISSUER = "https://login.legacy.example.com/realms/strict"
+SCOPE = "lakekeeper"
+
+
+@pytest.fixture(scope="module")
+def strict_idp():
+    with OidcIssuer("strict", audience="lakekeeper") as idp:
+        yield idp
+
+
+@pytest.fixture(scope="module")
+def strict_server(strict_idp, tmp_path_factory):
+    """One server for the cases below: configured with ONLY an extra provider ``corp`` (no
+    ``OPENID_PROVIDER_URI``) that requires a scope and accepts an additional issuer, and
+    authorizing through the test-only ``assumed-role-only`` authorizer (tests/plugins)."""
+    env = {
+        **plugin_env(tmp_path_factory.mktemp("authz-plugin"), assumed_role_authz="tests.plugins.assumed_role_authz"),
+        "LAKEKEEPER__OPENID_PROVIDERS__CORP__URI": strict_idp.uri,
+        "LAKEKEEPER__OPENID_PROVIDERS__CORP__AUDIENCE": "lakekeeper",
+        "LAKEKEEPER__OPENID_PROVIDERS__CORP__SCOPE": SCOPE,
+        "LAKEKEEPER__OPENID_PROVIDERS__CORP__ADDITIONAL_ISSUERS": LEGACY_ISSUER,
+        "LAKEKEEPER__AUTHZ_BACKEND": "assumed-role-only",
+    }
+    with CatalogServer(env) as srv:
+        yield srv
+
+
+def scoped(idp: OidcIssuer, subject: str = "alice", extra: dict | None = None, **kwargs) -> str:
+    return idp.mint(subject, {"scope": f"openid {SCOPE}", **(extra or {})}, **kwargs)
+
+
+def test_a_provider_without_a_primary_one_authenticates(strict_server, strict_idp):
+    """Only OPENID_PROVIDERS__CORP__URI is set: that alone turns authentication on."""
+    assert httpx.get(strict_server.url + "/management/v1/info").status_code == 401
+    assert provision(strict_server, scoped(strict_idp))["id"] == "corp~alice"
+
+
+def test_required_scope(strict_server, strict_idp):
+    error = assert_rejected(strict_server, strict_idp.mint("alice"), mentions="lacks the required scope lakekeeper")
+    assert "LAKEKEEPER__OPENID_PROVIDERS__CORP__SCOPE" in error["message"]
+    assert_rejected(strict_server, strict_idp.mint("alice", {"scope": "openid profile"}), mentions="scope")
+    for granted in ({"scope": "openid lakekeeper"}, {"scp": ["lakekeeper"]}):  # space list or array
+        response = httpx.get(strict_server.url + "/management/v1/info", headers=bearer(strict_idp.mint("a", granted)))
+        assert response.status_code == 200, (granted, response.text)
+
+
+def test_additional_issuer_is_accepted(strict_server, strict_idp):
+    token = scoped(strict_idp, "bob", {"iss": LEGACY_ISSUER})
+    assert provision(strict_server, token)["id"] == "corp~bob"
+    # an issuer that is neither discovered nor listed is still refused
+    assert_rejected(strict_server, scoped(strict_idp, "bob", {"iss": LEGACY_ISSUER + "-other"}), mentions="not trusted")
+
+
+def test_token_not_yet_valid_is_rejected_within_leeway_accepted(strict_server, strict_idp):
+    now = int(time.time())
+    assert_rejected(strict_server, scoped(strict_idp, extra={"nbf": now + 3600}), mentions="not valid before")
+    # clocks drift: a token valid in 20 seconds is inside the 60 second leeway
+    soon = scoped(strict_idp, extra={"nbf": now + 20})
+    assert httpx.get(strict_server.url + "/management/v1/info", headers=bearer(soon)).status_code == 200
+
+
+async def test_unknown_key_ids_refetch_the_jwks_at_most_once_per_window(strict_server, strict_idp):
+    def jwks_fetches() -> int:
+        return sum(1 for path in list(strict_idp.requests) if path.endswith("/certs"))
+
+    before = jwks_fetches()
+    rogue_tokens = []
+    for n in range(20):  # each signed by a key the issuer never published, each with its own kid
+        rogue = OidcIssuer(f"rogue{n}").key
+        rogue_tokens.append(scoped(strict_idp, header={"kid": f"unknown-{n}-{rogue.kid}"}, key=rogue))
+    async with httpx.AsyncClient(base_url=strict_server.url, timeout=30) as client:
+        responses = await asyncio.gather(
+            *(client.get("/management/v1/info", headers=bearer(t)) for t in rogue_tokens)
+        )
+        assert [r.status_code for r in responses] == [401] * 20
+        assert all("is not in the JWKS" in r.json()["error"]["message"] for r in responses)
+        # tokens signed with the published key keep working
+        assert (await client.get("/management/v1/info", headers=bearer(scoped(strict_idp)))).status_code == 200
+    assert jwks_fetches() - before <= 1
+
+
+def test_the_authorizer_receives_the_assumed_role(strict_server, strict_idp):
+    """The test-only ``assumed-role-only`` authorizer allows the demo warehouse only to an actor
+    whose ``assumed_role`` is the role named ``catalog-user``."""
+    token = scoped(strict_idp, "carol")
+    roles = {}
+    for name in ("catalog-user", "other"):
+        created = httpx.post(strict_server.url + "/management/v1/role", json={"name": name}, headers=bearer(token))
+        assert created.status_code == 201, created.text
+        roles[name] = created.json()["id"]
+
+    def config(assume: str | None) -> httpx.Response:
+        headers = bearer(token) | ({"x-assume-role": assume} if assume else {})
+        return httpx.get(strict_server.url + "/catalog/v1/config", params={"warehouse": "demo"}, headers=headers)
+
+    for assume in (None, roles["other"]):
+        denied = config(assume)
+        assert denied.status_code == 403, denied.text
+        assert denied.json()["error"]["type"] == "ForbiddenException"
+    allowed = config(roles["catalog-user"])
+    assert allowed.status_code == 200, allowed.text
+    assert allowed.json()["defaults"]["prefix"]
+
+
+def test_primary_provider_scope_and_additional_issuers_settings():
+    """The primary provider's flat settings reach the same checks as OPENID_PROVIDERS__<ID>__*."""
+    settings = load_settings({
+        "LAKEKEEPER__OPENID_PROVIDER_URI": "https://idp.example.com/realms/main",
+        "LAKEKEEPER__OPENID_SCOPE": "lakekeeper",
+        "LAKEKEEPER__OPENID_ADDITIONAL_ISSUERS": "https://old.example.com,https://older.example.com",
+    })
+    ((idp_id, config, prefix),) = provider_configs(settings.auth)
+    assert (idp_id, prefix) == ("oidc", "LAKEKEEPER__OPENID_")
+    assert config.scope == "lakekeeper"
+    assert config.additional_issuers == ("https://old.example.com", "https://older.example.com")

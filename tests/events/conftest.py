@@ -8,7 +8,6 @@ Tansu topic (one partition keeps the Kafka order total, not just per table).
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from tests.events.support import (
     oidc_env,
     start_server,
 )
+from tests.plugins.installed import plugin_env
 
 EXAMPLE_CHECKER_SRC = Path(__file__).resolve().parents[2] / "examples" / "contract-checker" / "src"
 
@@ -79,9 +79,6 @@ def events_server(request, idp, nats_server, kafka_broker) -> Iterator[CatalogSe
 @pytest.fixture
 def example_checker_env(tmp_path) -> dict[str, str]:
     """``PYTHONPATH`` that makes the example contract checker an installed entry-point plugin."""
-    dist = tmp_path / "lakekeeper_contract_example-0.1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lakekeeper-contract-example\nVersion: 0.1.0\n")
-    (dist / "entry_points.txt").write_text("[lakekeeper]\ncontract_example = lakekeeper_contract_example\n")
-    paths = [str(tmp_path), str(EXAMPLE_CHECKER_SRC), os.environ.get("PYTHONPATH", "")]
-    return {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    return plugin_env(
+        tmp_path / "plugins", extra_paths=(str(EXAMPLE_CHECKER_SRC),), contract_example="lakekeeper_contract_example"
+    )

@@ -8,9 +8,7 @@ DenyAllChecker), installed into the server as an entry-point plugin.
 
 from __future__ import annotations
 
-import os
 import uuid
-from pathlib import Path
 
 import httpx
 import pyarrow as pa
@@ -21,18 +19,12 @@ from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
 from tests.events.support import NatsCollector, start_server
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.plugins.installed import plugin_env
 
 
 @pytest.fixture
 def deny_all_env(tmp_path) -> dict[str, str]:
-    dist = tmp_path / "lk_deny_all-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lk-deny-all\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[lakekeeper]\ndeny_all = tests.plugins.deny_all_contracts\n")
-    paths = [str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")]
-    return {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    return plugin_env(tmp_path / "plugins", deny_all="tests.plugins.deny_all_contracts")
 
 
 def test_every_vetoed_change_is_a_409_changes_nothing_and_emits_nothing(nats_server, deny_all_env, tmp_path):

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import pytest
+
+from lakekeeper_host.config import load_settings
+from lakekeeper_host.config.env import ConfigError
+from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.server import events as server_events
 from lakekeeper_host.service.authz import Actor
 from lakekeeper_host.service.events import CloudEvent, EventDispatcher
@@ -119,29 +125,71 @@ async def test_a_hanging_attempt_times_out_and_is_retried():
     await dispatcher.close()
 
 
-async def test_a_full_queue_drops_and_counts_instead_of_blocking():
+async def test_a_full_queue_drops_and_counts_instead_of_blocking(caplog):
     sink = BlockedSink()
     failures: list[str] = []
+    dropped: list[str] = []
     dispatcher = EventDispatcher([sink], queue_size=2)
     dispatcher.on_failure = failures.append
-    dispatcher.publish([make_event(i) for i in range(5)])  # not started: the queue holds 2
+    dispatcher.on_dropped = dropped.append
+    with caplog.at_level(logging.WARNING, logger="lakekeeper_host.service.events"):
+        dispatcher.publish([make_event(i) for i in range(5)])  # not started: the queue holds 2
     assert dispatcher.stats["blocked"].dropped == 3
-    assert failures == ["blocked"] * 3
+    # a drop is a lost event, counted on its own; no delivery was attempted, so no failure
+    assert dropped == ["blocked"] * 3
+    assert failures == []
+    # one warning for the burst (not one per event), naming the sink and the setting
+    overflow = [r.getMessage() for r in caplog.records if "is full" in r.getMessage()]
+    assert len(overflow) == 1
+    assert "'blocked'" in overflow[0] and "LAKEKEEPER__EVENTS__QUEUE_CAPACITY" in overflow[0]
+    assert "id-2" in overflow[0]  # the first event that was lost
+
     dispatcher.start()
     sink.release.set()
     assert await dispatcher.drain(5)
     assert sink.received == ["id-0", "id-1"]
+    # once there is room again, events are queued (and the warning says how many were lost)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="lakekeeper_host.service.events"):
+        dispatcher.publish([make_event(5)])
+    assert await dispatcher.drain(5)
+    assert sink.received == ["id-0", "id-1", "id-5"]
+    assert any("has room again; 3 event(s) were dropped" in r.getMessage() for r in caplog.records)
+    assert dispatcher.stats["blocked"].dropped == 3
     await dispatcher.close()
+
+
+async def test_queue_capacity_comes_from_the_events_setting():
+    settings = load_settings({"LAKEKEEPER__EVENTS__QUEUE_CAPACITY": "3"})
+    assert load_settings({}).host.events.queue_capacity == 10000
+    sink = BlockedSink()
+    metrics = Metrics()
+    dispatcher = EventDispatcher([sink], queue_size=settings.host.events.queue_capacity)
+    dispatcher.on_dropped = lambda name: metrics.events_dropped.labels(name).inc()
+    dispatcher.on_failure = lambda name: metrics.event_failures.labels(name).inc()
+    dispatcher.publish([make_event(i) for i in range(10)])
+    assert dispatcher.pending() == {"blocked": 3}
+    assert metrics.registry.get_sample_value("lakekeeper_events_dropped_total", {"sink": "blocked"}) == 7
+    assert metrics.registry.get_sample_value("lakekeeper_event_publish_failures_total", {"sink": "blocked"}) is None
+    await dispatcher.close(timeout=0.01)
+
+
+def test_a_queue_capacity_below_one_is_a_config_error():
+    with pytest.raises(ConfigError, match="LAKEKEEPER__EVENTS"):
+        load_settings({"LAKEKEEPER__EVENTS__QUEUE_CAPACITY": "0"})
 
 
 async def test_max_attempts_gives_up_and_moves_on():
     sink = FlakySink(failures=10**6)
+    dropped: list[str] = []
     dispatcher = EventDispatcher([sink], max_attempts=3, max_backoff=0.01)
+    dispatcher.on_dropped = dropped.append
     dispatcher.start()
     dispatcher.publish([make_event(1), make_event(2)])
     assert await dispatcher.drain(5)
     assert sink.attempts == {"id-1": 3, "id-2": 3}
     assert dispatcher.stats["flaky"].dropped == 2
+    assert dropped == ["flaky"] * 2
     await dispatcher.close()
 
 

@@ -188,3 +188,22 @@ async def test_a_disabled_cache_always_reads_the_store(database_secret_store):
     await secrets.get(secret_id)
     await secrets.get(secret_id)
     assert (secrets.hits, secrets.misses) == (0, 2)
+
+
+async def test_after_the_ttl_a_changed_secret_is_read_afresh(store, database_secret_store):
+    """A secret changed behind this server's back (another replica, or an operator editing the
+    KV2 store) is served from the cache until its entry expires, then read afresh. The TTL is
+    ``LAKEKEEPER__CACHE__SECRETS__TIME_TO_LIVE_SECS`` (600 by default; the smallest, 1, here)."""
+    cache = load_settings({"LAKEKEEPER__CACHE__SECRETS__TIME_TO_LIVE_SECS": "1"}).host.cache.secrets
+    secrets = Secrets(database_secret_store, capacity=cache.capacity, ttl_seconds=cache.time_to_live_secs)
+    secret_id = await secrets.create({"key": "old"})
+    assert await secrets.get(secret_id) == {"key": "old"}
+
+    elsewhere = DatabaseSecretStore(store, derive_key(KEY))  # same database, no shared cache
+    await elsewhere.delete_impl(secret_id)
+    await elsewhere.create_impl(secret_id, {"key": "new"})
+    assert await secrets.get(secret_id) == {"key": "old"}  # still cached
+
+    await asyncio.sleep(cache.time_to_live_secs)
+    assert await secrets.get(secret_id) == {"key": "new"}
+    assert (secrets.hits, secrets.misses) == (1, 2)

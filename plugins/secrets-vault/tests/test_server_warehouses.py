@@ -75,7 +75,13 @@ async def test_the_database_holds_no_secrets_and_health_reports_the_store(kv2_se
         )
         assert created.status_code == 201, created.text
         health = await client.get("/health")
+        # reading the credential back (storage probe) goes through the secret cache
+        probe = await storage_works(client, created.json()["warehouse-id"])
+        assert probe.json()["valid"] is True, probe.text
+        metrics = (await client.get(f"http://127.0.0.1:{kv2_server.metrics_port}/metrics")).text
     assert health.status_code == 200 and health.json()["checks"]["secret-store"] == "healthy"
+    assert 'lakekeeper_cache_requests_total{cache="secrets"' in metrics
+    assert seaweed.secret_key not in metrics and kv2_server.environment()["LAKEKEEPER__KV2__PASSWORD"] not in metrics
     async with server_database(kv2_server) as db:
         assert await db.fetch_all("SELECT * FROM secret") == []
         dump = repr(await db.fetch_all("SELECT * FROM warehouse"))
