@@ -13,20 +13,23 @@ from quart import Quart, Response, g, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from lakekeeper_host.api import BLUEPRINTS
-from lakekeeper_host.api.common import error_response, json_response, state
+from lakekeeper_host.api.common import (
+    error_response,
+    internal_error_model,
+    json_response,
+    policy_headers,
+    request_timeout,
+    state,
+)
+from lakekeeper_host.api.reads import ReadLane
 from lakekeeper_host.config import Settings
 from lakekeeper_host.errors import CatalogError, service_unavailable
 from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import Registry
+from lakekeeper_host.server.statistics import request_ids
 from lakekeeper_host.store import new_id
 
 log = logging.getLogger(__name__)
-
-CORS_ALLOWED_HEADERS = (
-    "authorization, content-type, accept, user-agent, x-project-id, x-request-id, "
-    "if-none-match, x-user-agent, x-iceberg-access-delegation, idempotency-key"
-)
-_UNCACHED_PREFIXES = ("/health",)
 
 
 class _TimeLimitedQuart(Quart):
@@ -55,6 +58,7 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
 
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
+    app.asgi_app = ReadLane(app, app.asgi_app)
 
     @app.while_serving
     async def lifespan():
@@ -87,31 +91,27 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
                 return error_response(err)
         authenticate = app.extensions.get("lakekeeper_authenticate")
         if authenticate is not None:
-            await authenticate()
+            actor = await authenticate(request.method, request.path, request.headers)
+            if actor is not None:
+                g.actor = actor
         return None
 
     @app.after_request
     async def after_request(response: Response) -> Response:
         response.headers["x-request-id"] = getattr(g, "request_id", "")
-        if not request.path.startswith(_UNCACHED_PREFIXES):
-            response.headers.setdefault("Cache-Control", "private")
-            response.headers["Vary"] = "authorization, x-project-id, x-iceberg-access-delegation"
-        origins = settings.host.allow_origin
-        if origins:
-            origin = request.headers.get("origin")
-            if "*" in origins:
-                response.headers["Access-Control-Allow-Origin"] = "*"
-            elif origin and origin in origins:
-                response.headers["Access-Control-Allow-Origin"] = origin
-            response.headers["Access-Control-Allow-Headers"] = CORS_ALLOWED_HEADERS
-            response.headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, DELETE, HEAD, OPTIONS"
-            response.headers["Access-Control-Expose-Headers"] = "etag, x-request-id"
+        for name, value in policy_headers(settings.host.allow_origin, request.path,
+                                          request.headers.get("origin")).items():
+            if name == "Cache-Control":
+                response.headers.setdefault(name, value)  # the S3 signer sets its own
+            else:
+                response.headers[name] = value
         rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
         elapsed = time.perf_counter() - getattr(g, "started", time.perf_counter())
         metrics.observe_request(request.method, rule, response.status_code, elapsed)
         recorder = app.extensions.get("lakekeeper_endpoint_stats")
         if recorder is not None:
-            recorder(request, rule, response.status_code)
+            recorder(request.method, rule, response.status_code,
+                     *request_ids(request.headers.get("x-project-id"), request.path, request.view_args))
         return response
 
     @app.errorhandler(CatalogError)
@@ -126,9 +126,7 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
 
     @app.errorhandler(asyncio.TimeoutError)
     async def handle_timeout(error):
-        return error_response(CatalogError(
-            408, "RequestTimeout", f"Request took longer than the limit of {max_request_seconds:g}s (MAX_REQUEST_TIME)"
-        ))
+        return error_response(request_timeout(max_request_seconds))
 
     @app.errorhandler(HTTPException)
     async def handle_http(error: HTTPException):
@@ -149,16 +147,7 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
     async def handle_unexpected(error: Exception):
         error_id = new_id()
         log.exception("unexpected error %s in %s %s", error_id, request.method, request.path)
-        return json_response(
-            {
-                "error": {
-                    "message": f"Internal server error (error id {error_id})",
-                    "type": "InternalServerError",
-                    "code": 500,
-                }
-            },
-            500,
-        )
+        return json_response(internal_error_model(error_id), 500)
 
     @app.get("/health")
     async def health():

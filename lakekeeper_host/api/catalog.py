@@ -14,6 +14,7 @@ from typing import Any
 
 from quart import Blueprint, current_app, request
 
+from lakekeeper_host.api import reads
 from lakekeeper_host.api.common import (
     empty,
     json_body,
@@ -21,7 +22,6 @@ from lakekeeper_host.api.common import (
     metadata,
     optional_json_body,
     query_bool,
-    query_int,
     state,
 )
 from lakekeeper_host.api.idempotency import idempotent
@@ -30,7 +30,6 @@ from lakekeeper_host.server import catalog_config, commit, namespaces, tables
 from lakekeeper_host.server.context import (
     parse_name_path,
     parse_namespace_path,
-    parse_namespace_query,
     require_warehouse,
 )
 from lakekeeper_host.service.storage import DataAccess
@@ -83,18 +82,7 @@ async def get_config():
 
 @blueprint.get("/<prefix>/namespaces")
 async def list_namespaces(prefix: str):
-    warehouse = await require_warehouse(state(), prefix)
-    result = await namespaces.list_namespaces(
-        state(),
-        metadata(),
-        warehouse,
-        parse_namespace_query(request.args.get("parent")),
-        page_token=request.args.get("pageToken"),
-        page_size=query_int("pageSize"),
-        return_uuids=query_bool("returnUuids"),
-        return_protection_status=query_bool("returnProtectionStatus"),
-    )
-    return json_response(result)
+    return await reads.serve_in_quart(reads.list_namespaces, prefix=prefix)
 
 
 @blueprint.post("/<prefix>/namespaces")
@@ -106,15 +94,7 @@ async def create_namespace(prefix: str):
 
 @blueprint.route("/<prefix>/namespaces/<namespace>", methods=["GET", "HEAD"])
 async def load_namespace(prefix: str, namespace: str):
-    warehouse = await require_warehouse(state(), prefix)
-    parts = parse_namespace_path(namespace)
-    if request.method == "HEAD":
-        await namespaces.namespace_exists(state(), metadata(), warehouse, parts)
-        return empty()
-    result = await namespaces.load_namespace(
-        state(), metadata(), warehouse, parts, return_uuid=query_bool("returnUuid")
-    )
-    return json_response(result)
+    return await reads.serve_in_quart(reads.load_namespace, prefix=prefix, namespace=namespace)
 
 
 @blueprint.delete("/<prefix>/namespaces/<namespace>")
@@ -148,19 +128,7 @@ async def update_namespace_properties(prefix: str, namespace: str):
 
 @blueprint.get("/<prefix>/namespaces/<namespace>/tables")
 async def list_tables(prefix: str, namespace: str):
-    warehouse = await require_warehouse(state(), prefix)
-    result = await tables.list_tabular_identifiers(
-        state(),
-        metadata(),
-        warehouse,
-        parse_namespace_path(namespace),
-        "table",
-        page_token=request.args.get("pageToken"),
-        page_size=query_int("pageSize"),
-        return_uuids=query_bool("returnUuids"),
-        return_protection_status=query_bool("returnProtectionStatus"),
-    )
-    return json_response(result)
+    return await reads.serve_in_quart(reads.list_tables, prefix=prefix, namespace=namespace)
 
 
 @blueprint.post("/<prefix>/namespaces/<namespace>/tables")
@@ -185,24 +153,7 @@ async def register_table(prefix: str, namespace: str):
 
 @blueprint.route("/<prefix>/namespaces/<namespace>/tables/<table>", methods=["GET", "HEAD"])
 async def load_table(prefix: str, namespace: str, table: str):
-    warehouse = await require_warehouse(state(), prefix)
-    parts, name = parse_namespace_path(namespace), parse_name_path(table)
-    if request.method == "HEAD":
-        await tables.table_exists(state(), metadata(), warehouse, parts, name)
-        return empty()
-    body, etag = await tables.load_table(
-        state(),
-        metadata(),
-        warehouse,
-        parts,
-        name,
-        snapshots=request.args.get("snapshots"),
-        access=_access(),
-        if_none_match=request.headers.get("if-none-match"),
-    )
-    if body is None:
-        return empty(304, headers=_etag_headers(etag))
-    return json_response(body, headers=_etag_headers(etag))
+    return await reads.serve_in_quart(reads.load_table, prefix=prefix, namespace=namespace, table=table)
 
 
 @blueprint.post("/<prefix>/namespaces/<namespace>/tables/<table>")

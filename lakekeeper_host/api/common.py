@@ -41,12 +41,15 @@ def metadata() -> RequestMetadata:
 
 
 def base_uri() -> str:
-    settings = state().settings
+    return base_uri_for(state().settings, request.scheme, request.host, request.headers)
+
+
+def base_uri_for(settings: Any, scheme: str, host: str, headers: Any) -> str:
+    """The external base URL: ``BASE_URI``, else ``X-Forwarded-*`` (when trusted), else scheme + Host."""
     if settings.host.base_uri:
         return settings.host.base_uri.rstrip("/")
-    headers = request.headers
     if settings.host.use_x_forwarded_headers and headers.get("x-forwarded-host"):
-        proto = headers.get("x-forwarded-proto", request.scheme)
+        proto = headers.get("x-forwarded-proto", scheme)
         host = headers["x-forwarded-host"].split(",")[0].strip()
         port = headers.get("x-forwarded-port")
         if port and ":" not in host and not (
@@ -55,7 +58,7 @@ def base_uri() -> str:
             host = f"{host}:{port}"
         prefix = headers.get("x-forwarded-prefix", "").rstrip("/")
         return f"{proto}://{host}{prefix}"
-    return f"{request.scheme}://{request.host}"
+    return f"{scheme}://{host}"
 
 
 async def json_body() -> Any:
@@ -88,7 +91,15 @@ def empty(status: int = 204, headers: dict[str, str] | None = None) -> Response:
 
 
 def query_bool(name: str, default: bool = False) -> bool:
-    value = request.args.get(name)
+    return parse_bool(name, request.args.get(name), default)
+
+
+def query_int(name: str) -> int | None:
+    return parse_int(name, request.args.get(name))
+
+
+def parse_bool(name: str, value: str | None, default: bool = False) -> bool:
+    """A boolean query parameter: true/false/1/0 (any case), empty or absent = ``default``."""
     if value is None or value == "":
         return default
     lowered = value.lower()
@@ -99,14 +110,52 @@ def query_bool(name: str, default: bool = False) -> bool:
     raise bad_request(f"Query parameter {name} must be true or false, got {value!r}")
 
 
-def query_int(name: str) -> int | None:
-    value = request.args.get(name)
+def parse_int(name: str, value: str | None) -> int | None:
     if value is None or value == "":
         return None
     try:
         return int(value)
     except ValueError:
         raise bad_request(f"Query parameter {name} must be an integer, got {value!r}") from None
+
+
+# ---------------------------------------------------------------- what every response carries
+# app.py's request hooks and the read lane (api/reads.py) both apply these.
+
+CORS_ALLOWED_HEADERS = (
+    "authorization, content-type, accept, user-agent, x-project-id, x-request-id, "
+    "if-none-match, x-user-agent, x-iceberg-access-delegation, idempotency-key"
+)
+_UNCACHED_PREFIXES = ("/health",)
+VARY = "authorization, x-project-id, x-iceberg-access-delegation"
+
+
+def policy_headers(allow_origin: tuple[str, ...], path: str, origin: str | None) -> dict[str, str]:
+    """Lakekeeper's cache directives (``Cache-Control: private`` unless the route set its own,
+    ``Vary``) and the CORS headers ``ALLOW_ORIGIN`` asks for."""
+    headers: dict[str, str] = {}
+    if not path.startswith(_UNCACHED_PREFIXES):
+        headers["Cache-Control"] = "private"
+        headers["Vary"] = VARY
+    if allow_origin:
+        if "*" in allow_origin:
+            headers["Access-Control-Allow-Origin"] = "*"
+        elif origin and origin in allow_origin:
+            headers["Access-Control-Allow-Origin"] = origin
+        headers["Access-Control-Allow-Headers"] = CORS_ALLOWED_HEADERS
+        headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, DELETE, HEAD, OPTIONS"
+        headers["Access-Control-Expose-Headers"] = "etag, x-request-id"
+    return headers
+
+
+def request_timeout(seconds: float) -> CatalogError:
+    return CatalogError(408, "RequestTimeout", f"Request took longer than the limit of {seconds:g}s (MAX_REQUEST_TIME)")
+
+
+def internal_error_model(error_id: str) -> dict[str, Any]:
+    """The 500 body: an id to find the logged traceback by, nothing of the error itself."""
+    return {"error": {"message": f"Internal server error (error id {error_id})", "type": "InternalServerError",
+                      "code": 500}}
 
 
 def error_response(error: CatalogError) -> Response:

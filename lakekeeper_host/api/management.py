@@ -11,12 +11,10 @@ from typing import Any
 from attrs import frozen
 from quart import Blueprint
 
-from lakekeeper_host import __version__
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, state
 from lakekeeper_host.serde import structure_body
-from lakekeeper_host.server import projects
+from lakekeeper_host.server import projects, server_admin
 from lakekeeper_host.server.projects import resolve_project_id
-from lakekeeper_host.store.server import get_or_create_server
 
 blueprint = Blueprint("management", __name__, url_prefix="/management/v1")
 
@@ -51,30 +49,21 @@ def project_json(project: Any) -> dict[str, Any]:
 @blueprint.post("/bootstrap")
 async def bootstrap():
     body = structure_body(await json_body(), BootstrapRequest)
-    await projects.bootstrap(state(), metadata(), accept_terms_of_use=body.accept_terms_of_use)
+    await server_admin.bootstrap(
+        state(),
+        metadata(),
+        accept_terms_of_use=body.accept_terms_of_use,
+        is_operator=body.is_operator,
+        user_name=body.user_name or None,
+        user_email=body.user_email or None,
+        user_type=body.user_type,
+    )
     return empty(204)
 
 
 @blueprint.get("/info")
 async def info():
-    app_state = state()
-    server = await get_or_create_server(app_state.store)
-    host = app_state.settings.host
-    return json_response(
-        {
-            "version": __version__,
-            "lakekeeper-version": __version__,
-            "server-id": server.server_id,
-            "bootstrapped": server.bootstrapped,
-            "default-project-id": host.default_project_id if host.enable_default_project else None,
-            "authz-backend": host.authz_backend,
-            "aws-system-identities-enabled": False,
-            "azure-system-identities-enabled": False,
-            "gcp-system-identities-enabled": False,
-            "queues": sorted(s.name for s in app_state.registry.unique(app_state.registry.task_queues)),
-            "license-status": {"license-type": "Apache-2.0", "valid": True},
-        }
-    )
+    return json_response(await server_admin.server_info(state()))
 
 
 # ---------------------------------------------------------------- projects

@@ -15,7 +15,7 @@ blueprint = Blueprint("management_statistics", __name__, url_prefix="/management
 @blueprint.record_once
 def _install_recorder(setup_state) -> None:
     # app.py calls this after every response; it only increments an in-memory counter
-    setup_state.app.extensions["lakekeeper_endpoint_stats"] = statistics.make_recorder()
+    setup_state.app.extensions["lakekeeper_endpoint_stats"] = statistics.make_recorder(setup_state.app)
 
 
 @blueprint.post("/endpoint-statistics")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from quart import Blueprint, request
 
-from lakekeeper_host.api.common import empty, json_body, json_response, metadata, query_bool, query_int, state
+from lakekeeper_host.api import reads
+from lakekeeper_host.api.common import empty, json_body, json_response, metadata, query_bool, state
 from lakekeeper_host.api.idempotency import idempotent
 from lakekeeper_host.server import views
 from lakekeeper_host.server.context import parse_name_path, parse_namespace_path, require_warehouse
@@ -20,18 +21,7 @@ def _access() -> DataAccess:
 
 @blueprint.get("/<prefix>/namespaces/<namespace>/views")
 async def list_views(prefix: str, namespace: str):
-    warehouse = await require_warehouse(state(), prefix)
-    result = await views.list_views(
-        state(),
-        metadata(),
-        warehouse,
-        parse_namespace_path(namespace),
-        page_token=request.args.get("pageToken"),
-        page_size=query_int("pageSize"),
-        return_uuids=query_bool("returnUuids"),
-        return_protection_status=query_bool("returnProtectionStatus"),
-    )
-    return json_response(result)
+    return await reads.serve_in_quart(reads.list_views, prefix=prefix, namespace=namespace)
 
 
 @blueprint.post("/<prefix>/namespaces/<namespace>/views")
@@ -47,12 +37,7 @@ async def create_view(prefix: str, namespace: str):
 
 @blueprint.route("/<prefix>/namespaces/<namespace>/views/<view>", methods=["GET", "HEAD"])
 async def load_view(prefix: str, namespace: str, view: str):
-    warehouse = await require_warehouse(state(), prefix)
-    parts, name = parse_namespace_path(namespace), parse_name_path(view)
-    if request.method == "HEAD":
-        await views.view_exists(state(), metadata(), warehouse, parts, name)
-        return empty()
-    return json_response(await views.load_view(state(), metadata(), warehouse, parts, name, _access()))
+    return await reads.serve_in_quart(reads.load_view, prefix=prefix, namespace=namespace, view=view)
 
 
 @blueprint.post("/<prefix>/namespaces/<namespace>/views/<view>")

@@ -13,7 +13,6 @@ from lakekeeper_host.store import statistics as stats_store
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.projects import ProjectRow
-from lakekeeper_host.store.server import mark_bootstrapped
 
 DEFAULT_PROJECT_NAME = "Default Project"
 
@@ -43,20 +42,7 @@ async def authorize_project(state: AppState, meta: Any, action: str, project_id:
     await authorize(state, meta, action, "project", project_id)
 
 
-# ---------------------------------------------------------------- bootstrap
-
-
-async def bootstrap(state: AppState, meta: Any, *, accept_terms_of_use: bool) -> None:
-    # ------------------------------------------------ VALIDATIONS
-    if not accept_terms_of_use:
-        raise bad_request("You must accept the terms of use (accept-terms-of-use: true)", "TermsOfUseNotAccepted")
-    # ------------------------------------------------ BUSINESS LOGIC
-    if not await mark_bootstrapped(state.store):
-        raise CatalogError(400, "CatalogAlreadyBootstrapped", "Catalog is already bootstrapped")
-    if state.settings.host.enable_default_project:
-        project_id = state.settings.host.default_project_id
-        await project_store.create_project(state.store, project_id, DEFAULT_PROJECT_NAME)
-        await _after_project_created(state, project_id)
+# ---------------------------------------------------------------- new projects (bootstrap: server/server_admin.py)
 
 
 async def _after_project_created(state: AppState, project_id: str) -> None:

@@ -2,7 +2,13 @@
 
 Every response is counted in memory (``EndpointStatsBuffer.record`` is a dict increment) and the
 buffer is flushed to ``endpoint_statistics`` every ``LAKEKEEPER__ENDPOINT_STAT_FLUSH_INTERVAL``
-(30 s), on shutdown, and right before statistics are read.
+(30 s), on shutdown, and right before endpoint statistics are read.
+
+Each flush also records the current hour's table/view counts of every warehouse the flushed
+requests named. Lakekeeper keeps those counts with a trigger on every tabular change; here every
+such change is a request that names its warehouse (soft-deletion expiry and purges do not change
+the live counts), so the flush records every change within one interval, and reading the
+statistics never writes.
 """
 
 from __future__ import annotations
@@ -58,27 +64,30 @@ class EndpointStatsBuffer:
         return counts, first
 
 
-def _request_ids(request: Any) -> tuple[str | None, str | None]:
-    args = request.view_args or {}
+def request_ids(
+    project_header: str | None, path: str, view_args: dict[str, Any] | None
+) -> tuple[str | None, str | None]:
+    """(project id, warehouse id) a request is counted under: ``x-project-id`` and the route's
+    ``warehouse_id`` (management) or ``prefix`` (catalog) parameter."""
+    args = view_args or {}
     warehouse_id = args.get("warehouse_id")
-    if warehouse_id is None and request.path.startswith(("/catalog/v1/", "/lakekeeper/v1/")):
+    if warehouse_id is None and path.startswith(("/catalog/v1/", "/lakekeeper/v1/")):
         warehouse_id = args.get("prefix")
-    return request.headers.get("x-project-id") or None, warehouse_id
+    return project_header or None, warehouse_id
 
 
-def make_recorder():
-    """The callable ``app.py`` invokes after every response: ``recorder(request, rule, status)``."""
-    from quart import current_app
+def make_recorder(app: Any):
+    """What every response calls: ``recorder(method, rule, status, project_id, warehouse_id)``,
+    a counter increment in this process (``rule`` is the route's Quart rule)."""
 
-    def record(request: Any, rule: str, status: int) -> None:
+    def record(method: str, rule: str, status: int, project_id: str | None, warehouse_id: str | None) -> None:
         if rule == "unmatched" or not rule.startswith(("/catalog/", "/management/", "/lakekeeper/")):
             return
-        state = current_app.extensions.get("lakekeeper")
+        state = app.extensions.get("lakekeeper")
         buffer = state.extras.get("endpoint_stats") if state is not None else None
         if buffer is None:
             return
-        project_id, warehouse_id = _request_ids(request)
-        buffer.record(project_id, warehouse_id, http_route(request.method, rule), status)
+        buffer.record(project_id, warehouse_id, http_route(method, rule), status)
 
     return record
 
@@ -257,8 +266,12 @@ async def snapshot_warehouse(db, warehouse_id: str) -> dict[str, int]:
 async def warehouse_statistics(
     state: AppState, warehouse_id: str, page_token: str | None, page_size: int | None
 ) -> dict[str, Any]:
-    async with state.store.transaction() as tx:
-        await snapshot_warehouse(tx, warehouse_id)
+    """Hourly table/view counts, newest first; reads only.
+
+    The first entry is the current hour counted now; earlier hours are the snapshots that
+    :func:`flush_endpoint_statistics` records for every warehouse requests touched (every change
+    to a warehouse's tables and views is such a request, so no change goes unrecorded).
+    """
     host = state.settings.host
     limit = max(1, min(page_size or host.pagination_size_default, host.pagination_size_max))
     before = None
@@ -267,15 +280,27 @@ async def warehouse_statistics(
             before = int(page_token)
         except ValueError:
             raise bad_request(f"Invalid page token {page_token!r}", "InvalidPageToken") from None
-    rows = await stats_store.warehouse_stats(state.store, warehouse_id, before=before, limit=limit)
-    stats = [
-        {
-            "timestamp": _iso(r["bucket_start"] + HOUR_MS),
-            "number-of-tables": int(r["number_of_tables"]),
-            "number-of-views": int(r["number_of_views"]),
-            "updated-at": _iso(r["updated_at"]),
-        }
-        for r in rows
-    ]
-    next_token = str(rows[-1]["bucket_start"]) if len(rows) == limit else None
+    stats: list[dict[str, Any]] = []
+    last_bucket = None
+    if before is None:
+        now = now_ms()
+        last_bucket = before = bucket_of(now)
+        counts = await tabular_admin.count_tabulars(state.store, warehouse_id)
+        stats.append(_stats_entry(last_bucket, counts["table"], counts["view"], now))
+    if len(stats) < limit:
+        rows = await stats_store.warehouse_stats(state.store, warehouse_id, before=before, limit=limit - len(stats))
+        for r in rows:
+            last_bucket = r["bucket_start"]
+            stats.append(_stats_entry(last_bucket, r["number_of_tables"], r["number_of_views"], r["updated_at"]))
+    next_token = str(last_bucket) if len(stats) == limit else None
     return {"warehouse-ident": warehouse_id, "stats": stats, "next-page-token": next_token}
+
+
+def _stats_entry(bucket: int, tables: int, views: int, updated_at: int | None) -> dict[str, Any]:
+    return {
+        # labelled with the end of its hour, as Lakekeeper does
+        "timestamp": _iso(bucket + HOUR_MS),
+        "number-of-tables": int(tables),
+        "number-of-views": int(views),
+        "updated-at": _iso(updated_at),
+    }

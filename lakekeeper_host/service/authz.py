@@ -58,6 +58,12 @@ class Authorizer(Protocol):
 
     async def health(self) -> bool: ...
 
+    async def bootstrap(self, actor: Actor, is_operator: bool) -> None:
+        """``POST /management/v1/bootstrap``: make ``actor`` the server's ``admin``, or its
+        ``operator`` when ``is-operator`` was sent (Lakekeeper's ``Authorizer::bootstrap``).
+        Runs inside the bootstrap transaction: raising undoes the bootstrap."""
+        ...
+
 
 class AuthorizerBase:
     """Convenience base: a batch check defaults to concurrent single checks."""
@@ -72,6 +78,9 @@ class AuthorizerBase:
 
     async def health(self) -> bool:
         return True
+
+    async def bootstrap(self, actor: Actor, is_operator: bool) -> None:
+        return None  # nothing to record for an authorizer without server roles
 
 
 class AllowAllAuthorizer(AuthorizerBase):

@@ -68,9 +68,11 @@ async def warehouse_names(db: Executor, warehouse_ids: list[str]) -> dict[str, s
 
 
 async def upsert_warehouse_stats(db: Executor, warehouse_id: str, bucket: int, tables: int, views: int) -> None:
+    """Record one hour's counts; nothing for a warehouse deleted meanwhile."""
     await db.execute(
         "INSERT INTO warehouse_statistics (warehouse_id, bucket_start, number_of_tables, number_of_views, "
-        "updated_at) VALUES (:w, :b, :t, :v, :now) ON CONFLICT (warehouse_id, bucket_start) DO UPDATE SET "
+        "updated_at) SELECT :w, :b, :t, :v, :now WHERE EXISTS (SELECT 1 FROM warehouse WHERE id = :w) "
+        "ON CONFLICT (warehouse_id, bucket_start) DO UPDATE SET "
         "number_of_tables = excluded.number_of_tables, number_of_views = excluded.number_of_views, "
         "updated_at = excluded.updated_at",
         {"w": warehouse_id, "b": bucket, "t": tables, "v": views, "now": now_ms()},

@@ -92,7 +92,8 @@ class CatalogServer:
             from lakekeeper_host.store.db import _asyncpg_url
 
             return _asyncpg_url(pg, "LAKEKEEPER__PG_DATABASE_URL_WRITE")
-        return f"sqlite+aiosqlite:///{os.path.abspath(os.path.join(self.data_dir, 'catalog.sqlite'))}"
+        path = self.extra_env.get("LAKEKEEPER__SQLITE_PATH") or os.path.join(self.data_dir, "catalog.sqlite")
+        return f"sqlite+aiosqlite:///{os.path.abspath(path)}"
 
     def fetch_val(self, sql: str, values: dict | None = None):
         """One value from this server's database (what the API does not show, e.g. cleaned-up rows)."""

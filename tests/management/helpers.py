@@ -26,3 +26,27 @@ def wait_for(predicate: Callable[[], object], timeout: float = 30, interval: flo
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(interval)
+
+
+VIEW_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+
+def create_view(http, prefix_url: str, namespace: str, name: str) -> dict:
+    """Create a one-column SQL view over HTTP (as Iceberg's REST view builder does); returns the
+    ``LoadViewResult`` (``metadata-location``, ``metadata`` with ``view-uuid``)."""
+    body = {
+        "name": name,
+        "schema": VIEW_SCHEMA,
+        "view-version": {
+            "version-id": 1,
+            "schema-id": 0,
+            "timestamp-ms": int(time.time() * 1000),
+            "summary": {"engine-name": "pytest"},
+            "representations": [{"type": "sql", "dialect": "spark", "sql": f"SELECT 1 AS id -- {name}"}],
+            "default-namespace": [namespace],
+        },
+        "properties": {},
+    }
+    response = http.post(f"{prefix_url}/namespaces/{namespace}/views", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()

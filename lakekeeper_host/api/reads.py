@@ -1,0 +1,315 @@
+"""The catalog's read routes, answered below Quart.
+
+loadTable, loadView, loadNamespace, their HEAD existence checks and the three list calls are
+nearly all of a catalog's traffic: every query an engine plans starts with a loadTable. Quart's
+request context, routing, hooks and response objects cost about as much CPU per request as the
+read itself, so :class:`ReadLane` answers these requests straight from ASGI. It runs the same
+server-layer calls with the same authentication, headers (``policy_headers``), metrics, endpoint
+statistics, time limit and ErrorModels as every other route.
+
+Quart still declares these routes (``api/catalog.py``, ``api/views.py``): ``/config``'s
+``endpoints``, 405 with ``Allow`` and the OpenAPI documents come from its URL map, and whatever
+the lane passes on (other methods, OPTIONS, a trailing slash, a server still starting) Quart
+serves through the same handlers (:func:`serve_in_quart`). Path parameters are raw
+(percent-encoded), as everywhere under ``/catalog/v1`` (see ``api/catalog.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+from attrs import frozen
+from quart import Response, request
+
+from lakekeeper_host.api.common import (
+    RequestMetadata,
+    base_uri_for,
+    internal_error_model,
+    metadata,
+    parse_bool,
+    parse_int,
+    policy_headers,
+    request_timeout,
+    state,
+)
+from lakekeeper_host.errors import CatalogError
+from lakekeeper_host.server import namespaces, tables, views
+from lakekeeper_host.server.context import (
+    parse_name_path,
+    parse_namespace_path,
+    parse_namespace_query,
+    require_warehouse,
+)
+from lakekeeper_host.server.statistics import request_ids
+from lakekeeper_host.service.authz import ANONYMOUS
+from lakekeeper_host.service.state import AppState
+from lakekeeper_host.service.storage import DataAccess
+from lakekeeper_host.store import new_id
+
+log = logging.getLogger(__name__)
+
+CATALOG_PREFIX = "/catalog/v1/"
+
+
+@frozen
+class ReadRequest:
+    """What a read handler sees: raw path parameters, query parameters (first value of each),
+    headers (case-insensitive ``get``) and who asks."""
+
+    method: str
+    params: Mapping[str, str]
+    args: Mapping[str, str]
+    headers: Any
+    meta: RequestMetadata
+
+    def flag(self, name: str) -> bool:
+        return parse_bool(name, self.args.get(name))
+
+    def number(self, name: str) -> int | None:
+        return parse_int(name, self.args.get(name))
+
+    @property
+    def access(self) -> DataAccess:
+        return DataAccess.from_header(self.headers.get("x-iceberg-access-delegation"))
+
+
+@frozen
+class Reply:
+    status: int
+    body: bytes = b""
+    headers: Mapping[str, str] = {}
+
+    @classmethod
+    def json(cls, payload: Any, headers: Mapping[str, str] | None = None) -> Reply:
+        text = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+        return cls(200, text.encode(), {"Content-Type": "application/json", **(headers or {})})
+
+    @classmethod
+    def error(cls, error: CatalogError) -> Reply:
+        body = json.dumps(error.to_model(), separators=(",", ":")).encode()
+        return cls(error.code, body, {"Content-Type": "application/json", **error.headers})
+
+
+NO_CONTENT = Reply(204)
+Handler = Callable[[AppState, ReadRequest], Awaitable[Reply]]
+
+
+def _etag(etag: str | None) -> dict[str, str]:
+    return {"ETag": etag} if etag else {}
+
+
+# ---------------------------------------------------------------- the handlers
+
+
+async def list_namespaces(st: AppState, req: ReadRequest) -> Reply:
+    warehouse = await require_warehouse(st, req.params["prefix"])
+    return Reply.json(await namespaces.list_namespaces(
+        st, req.meta, warehouse, parse_namespace_query(req.args.get("parent")),
+        page_token=req.args.get("pageToken"), page_size=req.number("pageSize"),
+        return_uuids=req.flag("returnUuids"), return_protection_status=req.flag("returnProtectionStatus"),
+    ))
+
+
+async def load_namespace(st: AppState, req: ReadRequest) -> Reply:
+    warehouse = await require_warehouse(st, req.params["prefix"])
+    parts = parse_namespace_path(req.params["namespace"])
+    if req.method == "HEAD":
+        await namespaces.namespace_exists(st, req.meta, warehouse, parts)
+        return NO_CONTENT
+    return Reply.json(await namespaces.load_namespace(
+        st, req.meta, warehouse, parts, return_uuid=req.flag("returnUuid")
+    ))
+
+
+async def list_tables(st: AppState, req: ReadRequest) -> Reply:
+    warehouse = await require_warehouse(st, req.params["prefix"])
+    return Reply.json(await tables.list_tabular_identifiers(
+        st, req.meta, warehouse, parse_namespace_path(req.params["namespace"]), "table",
+        page_token=req.args.get("pageToken"), page_size=req.number("pageSize"),
+        return_uuids=req.flag("returnUuids"), return_protection_status=req.flag("returnProtectionStatus"),
+    ))
+
+
+async def load_table(st: AppState, req: ReadRequest) -> Reply:
+    warehouse = await require_warehouse(st, req.params["prefix"])
+    parts, name = parse_namespace_path(req.params["namespace"]), parse_name_path(req.params["table"])
+    if req.method == "HEAD":
+        await tables.table_exists(st, req.meta, warehouse, parts, name)
+        return NO_CONTENT
+    body, etag = await tables.load_table(
+        st, req.meta, warehouse, parts, name, snapshots=req.args.get("snapshots"), access=req.access,
+        if_none_match=req.headers.get("if-none-match"),
+    )
+    if body is None:
+        return Reply(304, b"", _etag(etag))
+    return Reply.json(body, _etag(etag))
+
+
+async def list_views(st: AppState, req: ReadRequest) -> Reply:
+    warehouse = await require_warehouse(st, req.params["prefix"])
+    return Reply.json(await views.list_views(
+        st, req.meta, warehouse, parse_namespace_path(req.params["namespace"]),
+        page_token=req.args.get("pageToken"), page_size=req.number("pageSize"),
+        return_uuids=req.flag("returnUuids"), return_protection_status=req.flag("returnProtectionStatus"),
+    ))
+
+
+async def load_view(st: AppState, req: ReadRequest) -> Reply:
+    warehouse = await require_warehouse(st, req.params["prefix"])
+    parts, name = parse_namespace_path(req.params["namespace"]), parse_name_path(req.params["view"])
+    if req.method == "HEAD":
+        await views.view_exists(st, req.meta, warehouse, parts, name)
+        return NO_CONTENT
+    return Reply.json(await views.load_view(st, req.meta, warehouse, parts, name, req.access))
+
+
+@frozen
+class ReadRoute:
+    """One read endpoint: its Quart rule (metrics and statistics name endpoints by it), the
+    methods the lane answers and the handler."""
+
+    rule: str
+    methods: frozenset[str]
+    handler: Handler
+    params: tuple[str, ...]
+
+
+_NS = "/catalog/v1/<prefix>/namespaces"
+_GET, _GET_HEAD = frozenset({"GET"}), frozenset({"GET", "HEAD"})
+# keyed by (number of path segments after /catalog/v1/, the segment after the namespace or None)
+ROUTES: dict[tuple[int, str | None], ReadRoute] = {
+    (2, None): ReadRoute(_NS, _GET, list_namespaces, ("prefix",)),
+    (3, None): ReadRoute(f"{_NS}/<namespace>", _GET_HEAD, load_namespace, ("prefix", "namespace")),
+    (4, "tables"): ReadRoute(f"{_NS}/<namespace>/tables", _GET, list_tables, ("prefix", "namespace")),
+    (5, "tables"): ReadRoute(f"{_NS}/<namespace>/tables/<table>", _GET_HEAD, load_table,
+                             ("prefix", "namespace", "table")),
+    (4, "views"): ReadRoute(f"{_NS}/<namespace>/views", _GET, list_views, ("prefix", "namespace")),
+    (5, "views"): ReadRoute(f"{_NS}/<namespace>/views/<view>", _GET_HEAD, load_view,
+                            ("prefix", "namespace", "view")),
+}
+
+
+def match(method: str, raw_path: str) -> tuple[ReadRoute, dict[str, str]] | None:
+    """The read route for a raw request path, with its raw parameters; None: not a lane request."""
+    if not raw_path.startswith(CATALOG_PREFIX):
+        return None
+    segments = raw_path[len(CATALOG_PREFIX):].split("/")
+    if len(segments) < 2 or segments[1] != "namespaces" or "" in segments:
+        return None
+    route = ROUTES.get((len(segments), segments[3] if len(segments) > 3 else None))
+    if route is None or method not in route.methods:
+        return None
+    # parameters are the even positions: prefix, namespace, table/view
+    return route, dict(zip(route.params, segments[0::2], strict=False))
+
+
+# ---------------------------------------------------------------- serving
+
+
+class _Headers(dict):
+    """Request headers keyed by lower-case name (ASGI sends them lower-cased already)."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
+
+    def __getitem__(self, key: str) -> Any:
+        return super().__getitem__(key.lower())
+
+
+class ReadLane:
+    """ASGI middleware in front of Quart: answers the read routes, passes everything else on."""
+
+    def __init__(self, app: Any, inner: Any):
+        self.app = app  # the Quart app: its extensions hold the state the lifespan built
+        self.inner = inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            raw = scope.get("raw_path") or scope["path"].encode()
+            found = match(scope["method"], raw.split(b"?", 1)[0].decode("utf-8", "replace"))
+            st = self.app.extensions.get("lakekeeper")
+            if found is not None and st is not None:
+                await self._serve(st, scope, send, *found)
+                return
+        await self.inner(scope, receive, send)
+
+    async def _serve(self, st: AppState, scope: dict[str, Any], send: Any, route: ReadRoute,
+                     params: dict[str, str]) -> None:
+        started = time.perf_counter()
+        method = scope["method"]
+        headers = _Headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"])
+        request_id = headers.get("x-request-id") or new_id()
+        reply = await self._reply(st, scope, route, params, method, headers, request_id)
+
+        settings = st.settings
+        out = [(b"x-request-id", request_id.encode())]
+        for name, value in {**reply.headers, **policy_headers(settings.host.allow_origin, scope["path"],
+                                                                headers.get("origin"))}.items():
+            out.append((name.lower().encode(), value.encode("latin-1")))
+        if reply.status not in (204, 304):  # RFC 9110: neither carries a Content-Length of its own
+            out.append((b"content-length", str(len(reply.body)).encode()))
+        await send({"type": "http.response.start", "status": reply.status, "headers": out})
+        await send({"type": "http.response.body", "body": b"" if method == "HEAD" else reply.body})
+
+        self.app.extensions["lakekeeper_metrics"].observe_request(
+            method, route.rule, reply.status, time.perf_counter() - started
+        )
+        recorder = self.app.extensions.get("lakekeeper_endpoint_stats")
+        if recorder is not None:
+            recorder(method, route.rule, reply.status,
+                     *request_ids(headers.get("x-project-id"), scope["path"], params))
+
+    async def _reply(self, st: AppState, scope: dict[str, Any], route: ReadRoute, params: dict[str, str],
+                     method: str, headers: _Headers, request_id: str) -> Reply:
+        limit = self.app.config["LAKEKEEPER_MAX_REQUEST_TIME"]
+        try:
+            async with asyncio.timeout(limit):
+                actor = ANONYMOUS
+                authenticate = self.app.extensions.get("lakekeeper_authenticate")
+                if authenticate is not None:
+                    actor = await authenticate(method, scope["path"], headers) or ANONYMOUS
+                host = headers.get("host") or "{}:{}".format(*scope["server"])
+                req = ReadRequest(
+                    method=method,
+                    params=params,
+                    args=dict(reversed(parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                                                 keep_blank_values=True))),
+                    headers=headers,
+                    meta=RequestMetadata(
+                        request_id=request_id, actor=actor,
+                        base_uri=base_uri_for(st.settings, scope.get("scheme", "http"), host, headers),
+                        project_id=headers.get("x-project-id") or None,
+                        user_agent=headers.get("user-agent", ""),
+                    ),
+                )
+                return await route.handler(st, req)
+        except CatalogError as error:
+            if error.code >= 500:
+                log.error("request %s failed: %s %s", request_id, error.type, error.message)
+            return Reply.error(error)
+        except TimeoutError:
+            return Reply.error(request_timeout(limit))
+        except Exception:
+            error_id = new_id()
+            log.exception("unexpected error %s in %s %s", error_id, method, scope["path"])
+            body = json.dumps(internal_error_model(error_id), separators=(",", ":")).encode()
+            return Reply(500, body, {"Content-Type": "application/json"})
+
+
+async def serve_in_quart(handler: Handler, **params: str) -> Response:
+    """A read handler under Quart (for the requests the lane passes on)."""
+    req = ReadRequest(
+        method=request.method,
+        params=params,
+        args={key: request.args.get(key) for key in request.args},
+        headers=request.headers,
+        meta=metadata(),
+    )
+    reply = await handler(state(), req)
+    return Response(reply.body, status=reply.status, headers=dict(reply.headers))
