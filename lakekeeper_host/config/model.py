@@ -81,6 +81,11 @@ class HostConfig:
     max_request_time: timedelta = timedelta(seconds=30)
     maintenance_mode: str = field(default="off", validator=validators.in_(("off", "read-only")))
     skip_storage_validation: bool = False
+    # system identities (Lakekeeper §4.2): reported by GET /management/v1/info; the storage plugins
+    # read the same keys to allow `*-system-identity` credentials
+    enable_aws_system_credentials: bool = False
+    enable_azure_system_credentials: bool = False
+    enable_gcp_system_credentials: bool = False
     log_cloudevents: bool = False
     secret_backend: str = "postgres"
     authz_backend: str = "allowall"
