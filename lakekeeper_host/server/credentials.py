@@ -5,14 +5,19 @@ PyIceberg's ``_load_credentials``. The answer is ``{"storage-credentials": [{pre
 -- empty when the warehouse's storage vends nothing (the ``file`` profile never does). The
 endpoint exists to vend, so vended credentials are asked for even when the client's
 ``X-Iceberg-Access-Delegation`` header does not say so.
+
+The credentials are scoped by the caller's data permission exactly as a load's are
+(:func:`tables.data_permission`): read-only with ``read_data``, read-write-delete with
+``write_data``; a caller with neither is refused (403), as in Lakekeeper.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from lakekeeper_host.errors import forbidden
 from lakekeeper_host.server.context import authorize
-from lakekeeper_host.server.tables import access_request, resolve_table
+from lakekeeper_host.server.tables import access_request, data_permission, resolve_table
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import DataAccess
 from lakekeeper_host.store.warehouses import WarehouseRow
@@ -26,11 +31,14 @@ async def load_credentials(
 
     # ------------------------------------------------ AUTHZ
     await authorize(state, meta, "get_metadata", "table", row.id, warehouse)
+    permission = await data_permission(state, meta, warehouse, row.id)
+    if permission is None:
+        raise forbidden(f"Not allowed to read data on table {row.id}")
 
     # ------------------------------------------------ BUSINESS LOGIC
     storage = await state.storage_for(warehouse)
     request = access_request(
-        meta, warehouse, parts, row.name, row, row.location, access | DataAccess.VENDED_CREDENTIALS
+        meta, warehouse, parts, row.name, row, row.location, access | DataAccess.VENDED_CREDENTIALS, permission
     )
     config = await storage.table_config(request)
     return {"storage-credentials": list(config.storage_credentials)}

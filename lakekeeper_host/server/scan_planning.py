@@ -771,7 +771,7 @@ async def plan_for_table(
 ) -> dict[str, Any]:
     """``planTableScan`` of one table; vended credentials ride along on a completed plan."""
     from lakekeeper_host.server import metadata_io
-    from lakekeeper_host.server.tables import access_request
+    from lakekeeper_host.server.tables import data_permission, table_config_for
 
     row = await _resolve(state, meta, warehouse, parts, name)
     storage = await state.storage_for(warehouse)
@@ -784,8 +784,10 @@ async def plan_for_table(
         body=body,
     )
     if response["status"] == "completed":
-        config = await storage.table_config(access_request(meta, warehouse, parts, row.name, row, row.location, access))
-        if config.storage_credentials:
+        # credentials scoped by the caller's data permission, as a load's are
+        permission = await data_permission(state, meta, warehouse, row.id)
+        config = await table_config_for(state, meta, warehouse, parts, row.name, row, row.location, access, permission)
+        if config is not None and config.storage_credentials:
             response["storage-credentials"] = list(config.storage_credentials)
     return response
 

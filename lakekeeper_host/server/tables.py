@@ -47,6 +47,7 @@ from lakekeeper_host.server.context import (
 )
 from lakekeeper_host.server.etag import StorageShape, match_not_modified, parse_if_none_match, shape_hash, table_etag
 from lakekeeper_host.server.namespaces import render_layout_segment, storage_layout
+from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import (
     DataAccess,
@@ -117,14 +118,14 @@ async def check_location_available(
 
 def access_request(
     meta: Any, warehouse: WarehouseRow, namespace: Sequence[str], name: str, row: TabularRow, location: str,
-    access: DataAccess,
+    access: DataAccess, permission: StoragePermission,
 ) -> TableAccessRequest:
     base = f"{meta.base_uri}/catalog"
     from urllib.parse import quote
 
     return TableAccessRequest(
         table_location=location,
-        permission=StoragePermission.READ_WRITE_DELETE,
+        permission=permission,
         access=access,
         warehouse_id=warehouse.id,
         tabular_id=row.id,
@@ -138,12 +139,49 @@ def access_request(
     )
 
 
+async def data_permission(
+    state: AppState, meta: Any, warehouse: WarehouseRow, tabular_id: str
+) -> StoragePermission | None:
+    """What the caller may do with the table's files (Lakekeeper ``StoragePermissions``):
+    read-write-delete with ``write_data``, read with only ``read_data``, None with neither.
+
+    Vended credentials and the signer follow the same two actions, so a reader never gets
+    credentials that could write. Internal calls (no actor) get everything, as in ``authorize``.
+    """
+    actor = getattr(meta, "actor", None)
+    if actor is None:
+        return StoragePermission.READ_WRITE_DELETE
+    resource = Resource("table", tabular_id, warehouse.id)
+    if await state.authorizer.is_allowed(actor, "write_data", resource):
+        return StoragePermission.READ_WRITE_DELETE
+    if await state.authorizer.is_allowed(actor, "read_data", resource):
+        return StoragePermission.READ
+    return None
+
+
+async def table_config_for(
+    state: AppState, meta: Any, warehouse: WarehouseRow, namespace: Sequence[str], name: str, row: TabularRow,
+    location: str, access: DataAccess, permission: StoragePermission | None,
+) -> TableConfig | None:
+    """The storage ``config`` (and vended credentials) of a load response; None -- no ``config``
+    at all -- for a caller without data access (Lakekeeper omits it)."""
+    if permission is None:
+        return None
+    storage = await state.storage_for(warehouse)
+    return await storage.table_config(
+        access_request(meta, warehouse, namespace, name, row, location, access, permission)
+    )
+
+
 def load_result_json(
-    metadata_location: str | None, metadata_json: str, config: TableConfig
+    metadata_location: str | None, metadata_json: str, config: TableConfig | None
 ) -> str:
-    """``LoadTableResult`` as JSON text; the metadata JSON is spliced in without re-parsing."""
+    """``LoadTableResult`` as JSON text; the metadata JSON is spliced in without re-parsing.
+    ``config=None`` (no data access) leaves out ``config`` and ``storage-credentials``."""
     head = json.dumps({"metadata-location": metadata_location}, separators=(",", ":"))[:-1]
-    tail = {"config": config.config}
+    if config is None:
+        return f'{head},"metadata":{metadata_json}}}'
+    tail: dict[str, Any] = {"config": config.config}
     if config.storage_credentials:
         tail["storage-credentials"] = config.storage_credentials
     return f'{head},"metadata":{metadata_json},{json.dumps(tail, separators=(",", ":"))[1:]}'
@@ -251,18 +289,22 @@ def format_version_for(warehouse: WarehouseRow, properties: dict[str, str]) -> i
     return version
 
 
-def _storage_shape(warehouse: WarehouseRow, access: DataAccess) -> StorageShape:
-    return StorageShape(access, StoragePermission.READ_WRITE_DELETE, warehouse.version)
+def _storage_shape(
+    warehouse: WarehouseRow, access: DataAccess, permission: StoragePermission | None
+) -> StorageShape | None:
+    """The storage inputs of a response; None for one without ``config`` (no data access). The
+    permission is part of it, so a reader's tag never stands for a writer's credentials."""
+    return None if permission is None else StorageShape(access, permission, warehouse.version)
 
 
 def load_etag(
     warehouse: WarehouseRow, metadata_location: str, access: DataAccess, *, snapshots: str = "all",
-    expires_at_ms: int | None = None,
+    expires_at_ms: int | None = None, permission: StoragePermission | None = StoragePermission.READ_WRITE_DELETE,
 ) -> str:
     """The ETag a load of this metadata answers. Create, register and commit responses carry the same
-    tag, so a client's next load with it is a 304 until the table changes."""
+    tag (their callers write), so a writer's next load with it is a 304 until the table changes."""
     return table_etag(warehouse.id, metadata_location, snapshots=snapshots,
-                      storage=_storage_shape(warehouse, access), expires_at_ms=expires_at_ms)
+                      storage=_storage_shape(warehouse, access, permission), expires_at_ms=expires_at_ms)
 
 
 async def create_table(
@@ -316,8 +358,9 @@ async def create_table(
     except (ValueError, ValidationError, KeyError) as exc:
         raise bad_request(f"Invalid table definition: {exc}") from None
     if not await storage.is_empty(location):
-        raise bad_request(
-            f"Unexpected files in location {location}, tabular locations have to be empty", "InvalidLocation"
+        raise bad_request(  # Lakekeeper's words (its InvalidLocationError)
+            f"Invalid location `{location}`: Unexpected files in location, tabular locations have to be empty",
+            "InvalidLocation",
         )
     metadata_json = metadata_io.to_json(metadata)
     metadata_location = None
@@ -352,7 +395,10 @@ async def create_table(
     if not stage_create:
         events.table_created(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
 
-    config = await storage.table_config(access_request(meta, warehouse, parts, name, row, location, access))
+    # the creator gets read-write-delete credentials (Lakekeeper), whatever its data grants
+    config = await storage.table_config(
+        access_request(meta, warehouse, parts, name, row, location, access, StoragePermission.READ_WRITE_DELETE)
+    )
     etag = None
     if metadata_location:
         etag = load_etag(warehouse, metadata_location, access, expires_at_ms=config.expires_at_ms)
@@ -414,7 +460,14 @@ async def load_table(
         raise bad_request(f"Invalid snapshots mode {snapshots!r}: use 'all' or 'refs'")
     # one query finds namespace, table and the warehouse's current version; the metadata JSON
     # comes from the cache keyed by its (immutable) location when this process has seen it
-    found = await lookup_tabular(state, warehouse, parts, name, with_metadata=False)
+    try:
+        found = await lookup_tabular(state, warehouse, parts, name, with_metadata=False)
+    except CatalogError as error:
+        # Spark probes `ns.table.branch_x` as a table and needs a 404 to treat it as a branch,
+        # also when the namespace is then one level too deep (Lakekeeper answers 404 there too)
+        if error.type == "NamespaceDepthExceeded":
+            error.code = 404
+        raise
     warehouse = await current_warehouse(state, warehouse, found.warehouse_version, found.warehouse_status)
     await authorize(state, meta, "get_metadata", "table", found.tabular.id, warehouse)
     row = await tabular_store.with_current_metadata(state.store, found.tabular)
@@ -423,17 +476,22 @@ async def load_table(
     storage = await state.storage_for(warehouse)
     if not await storage.exists(row.metadata_location):
         raise not_found(f"Failed to open input stream for file: {row.metadata_location}")
-    config = await storage.table_config(access_request(meta, warehouse, parts, row.name, row, row.location, access))
-    current = shape_hash(warehouse.id, row.metadata_location, snapshots=mode, storage=_storage_shape(warehouse, access))
+    permission = await data_permission(state, meta, warehouse, row.id)
+    config = await table_config_for(state, meta, warehouse, parts, row.name, row, row.location, access, permission)
+    expires_at_ms = config.expires_at_ms if config is not None else None
+    current = shape_hash(
+        warehouse.id, row.metadata_location, snapshots=mode, storage=_storage_shape(warehouse, access, permission)
+    )
     tags = parse_if_none_match(if_none_match)
     if tags:
         async def vends() -> bool:
-            return bool(config.storage_credentials) or config.expires_at_ms is not None
+            return config is not None and (bool(config.storage_credentials) or expires_at_ms is not None)
 
         matched = await match_not_modified(tags, current, vends_credentials=vends)
         if matched is not None:
             return None, matched
-    etag = load_etag(warehouse, row.metadata_location, access, snapshots=mode, expires_at_ms=config.expires_at_ms)
+    etag = load_etag(warehouse, row.metadata_location, access, snapshots=mode, expires_at_ms=expires_at_ms,
+                     permission=permission)
     metadata_json = row.metadata if mode == "all" else refs_only_cached(state, row.metadata_location, row.metadata)
     return load_result_json(row.metadata_location, metadata_json, config), etag
 
@@ -544,7 +602,9 @@ async def register_table(
     # registerTable
     events.table_registered(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
 
-    config = await storage.table_config(access_request(meta, warehouse, parts, name, row, location, access))
+    config = await storage.table_config(
+        access_request(meta, warehouse, parts, name, row, location, access, StoragePermission.READ_WRITE_DELETE)
+    )
     etag = load_etag(warehouse, metadata_location, access, expires_at_ms=config.expires_at_ms)
     return load_result_json(metadata_location, metadata_json, config), etag
 
