@@ -68,6 +68,11 @@ def commit_failed(message: str) -> CatalogError:
     return CatalogError(409, "CommitFailedException", message)
 
 
+def commit_state_unknown(message: str) -> CatalogError:
+    """A commit that may or may not have landed: clients keep their files instead of cleaning up."""
+    return CatalogError(500, "CommitStateUnknownException", message)
+
+
 def namespace_not_empty(namespace) -> CatalogError:
     return CatalogError(
         409, "NamespaceNotEmptyException", f"Namespace {'.'.join(namespace)} is not empty"

@@ -12,6 +12,11 @@ The protocol (Lakekeeper §3.2, Iceberg ``CatalogHandlers.commit``):
 6. if any swap loses a race, roll back, delete the files just written and start again at 1:
    when the requirements still hold against the newer metadata, the updates are re-applied to
    it (server-side retry); when they do not, step 2 answers 409. Never a 500 for a conflict.
+7. a failure before the COMMIT is sent changed nothing: the files are deleted. A failure of the
+   COMMIT itself (connection lost, request cancelled by ``MAX_REQUEST_TIME``) has an unknown
+   outcome: :func:`settle_uncertain_commit` reads the tables again to find out, and only deletes
+   the files when the swap certainly did not land; when it cannot tell, the files stay and the
+   answer is 500 ``CommitStateUnknownException`` (clients then keep their own files too).
 
 A request with no effective change writes nothing and returns the current metadata.
 Committing ``assert-create`` to a staged table (``stage-create``) builds the metadata from empty
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import random
 import time
@@ -48,9 +54,11 @@ from pyiceberg.table.update import (
     AssertRefSnapshotId,
     AssertTableUUID,
     RemovePartitionSpecsUpdate,
+    RemovePartitionStatisticsUpdate,
     RemovePropertiesUpdate,
     RemoveSchemasUpdate,
     RemoveSnapshotsUpdate,
+    RemoveStatisticsUpdate,
     SetCurrentSchemaUpdate,
     SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
@@ -64,7 +72,14 @@ from pyiceberg.table.update import (
     _update_table_metadata_log,
 )
 
-from lakekeeper_host.errors import CatalogError, bad_request, commit_failed, no_such_namespace, no_such_table
+from lakekeeper_host.errors import (
+    CatalogError,
+    bad_request,
+    commit_failed,
+    commit_state_unknown,
+    no_such_namespace,
+    no_such_table,
+)
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.context import (
     conflict_for_existing,
@@ -95,6 +110,8 @@ _KNOWN_ACTIONS = {
     "set-statistics", "remove-statistics", "set-partition-statistics", "remove-partition-statistics",
     "remove-partition-specs", "remove-schemas",
 }  # fmt: skip
+# in the spec, but pyiceberg 0.12 has no model for them (nor an ``encryption-keys`` metadata field)
+_UNSUPPORTED_ACTIONS = {"add-encryption-key", "remove-encryption-key"}
 _KNOWN_REQUIREMENTS = {
     "assert-create", "assert-table-uuid", "assert-ref-snapshot-id", "assert-last-assigned-field-id",
     "assert-current-schema-id", "assert-last-assigned-partition-id", "assert-default-spec-id",
@@ -164,6 +181,11 @@ def _parse_list(raw: Any, what: str, tag: str, known: set[str], adapter: TypeAda
         raise bad_request(f"Invalid request body: `{what}` must be a list")
     for item in raw:
         kind = item.get(tag) if isinstance(item, dict) else None
+        if tag == "action" and kind in _UNSUPPORTED_ACTIONS:
+            raise bad_request(
+                f"Table update {kind!r} is not supported by this catalog: "
+                "table encryption keys (format v3) cannot be added or removed"
+            )
         if kind not in known:
             noun = "table update action" if tag == "action" else "table requirement type"
             raise bad_request(f"Unsupported {noun}: {kind!r}")
@@ -433,7 +455,26 @@ def _(update: RemoveSnapshotsUpdate, metadata: TableMetadata, ctx: _Context) -> 
     ids = [i for i in update.snapshot_ids if i in existing]  # already expired concurrently: fine
     if not ids:
         return metadata
-    return _apply_table_update(RemoveSnapshotsUpdate(snapshot_ids=ids), metadata, ctx)
+    metadata = _apply_table_update(RemoveSnapshotsUpdate(snapshot_ids=ids), metadata, ctx)
+    # Java drops the partition statistics of removed snapshots too (pyiceberg 0.12 only the statistics)
+    kept = [s for s in metadata.partition_statistics if s.snapshot_id not in ids]
+    if len(kept) != len(metadata.partition_statistics):
+        metadata = metadata.model_copy(update={"partition_statistics": kept})
+    return metadata
+
+
+@_apply.register
+def _(update: RemoveStatisticsUpdate, metadata: TableMetadata, ctx: _Context) -> TableMetadata:
+    if not any(s.snapshot_id == update.snapshot_id for s in metadata.statistics):
+        return metadata  # Java: removing statistics that are not there changes nothing
+    return _apply_table_update(update, metadata, ctx)
+
+
+@_apply.register
+def _(update: RemovePartitionStatisticsUpdate, metadata: TableMetadata, ctx: _Context) -> TableMetadata:
+    if not any(s.snapshot_id == update.snapshot_id for s in metadata.partition_statistics):
+        return metadata
+    return _apply_table_update(update, metadata, ctx)
 
 
 @_apply.register
@@ -550,6 +591,10 @@ class _Pending:
 class _LostRace(Exception):
     """A compare-and-swap found the table changed: roll back and try again."""
 
+    def __init__(self, change: TableChange):
+        super().__init__(ident(change.namespace, change.name))
+        self.change = change
+
 
 class _StaleWarehouse(Exception):
     """The warehouse row (maybe cached) is older than the database's: re-read it and start again."""
@@ -579,6 +624,7 @@ async def commit_tables(
     allowed, _ = effective_format_versions(warehouse)
 
     # ------------------------------------------------ BUSINESS LOGIC
+    contended = changes[0]
     for attempt in range(MAX_COMMIT_ATTEMPTS):
         try:
             pending = [await _prepare(state, warehouse, storage, change, allowed) for change in changes]
@@ -589,6 +635,7 @@ async def commit_tables(
             continue
         for item in pending:  # checkers see the CURRENT metadata (None: the commit creates the table)
             await state.contracts.check_table_updates(list(item.change.updates), item.base)
+        commit_sent = False
         try:
             for item in pending:
                 if item.changed:
@@ -598,13 +645,17 @@ async def commit_tables(
                 for item in pending:
                     if item.changed:
                         await _swap(tx, warehouse, storage, item)
-        except _LostRace:
+                commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
+        except _LostRace as lost:
             await metadata_io.delete_quietly(storage, [p.metadata_location for p in pending if p.written])
+            contended = lost.change
             await asyncio.sleep(min(0.2, 0.005 * 2**attempt) * (0.5 + random.random()))
             continue
-        except BaseException:
-            await metadata_io.delete_quietly(storage, [p.metadata_location for p in pending if p.written])
-            raise
+        except BaseException as failure:
+            if not commit_sent:  # rolled back: nothing changed
+                await metadata_io.delete_quietly(storage, [p.metadata_location for p in pending if p.written])
+                raise
+            await settle_uncertain_commit(state, storage, [_swapped(p) for p in pending if p.changed], failure)
         for item in pending:
             if item.changed:
                 tabular_store.remember_metadata(state.store, item.metadata_location, item.metadata_json)
@@ -626,9 +677,109 @@ async def commit_tables(
             prefix=warehouse.id,
         )  # fmt: skip
         return [_result(item) for item in pending]
+    # no "Commit failed: " here: the Java client puts it in front of every 409 of a commit
     raise commit_failed(
-        f"Commit failed: the table was changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry the commit"
+        f"Table {ident(contended.namespace, contended.name)} was changed concurrently during "
+        f"{MAX_COMMIT_ATTEMPTS} attempts to apply this commit; retry it"
     )
+
+
+# ---------------------------------------------------------------- a COMMIT with an unknown outcome
+
+# how long the re-read of an uncertain commit may take before the answer is "unknown"
+VERIFY_SECONDS = 10.0
+
+
+@frozen
+class Swap:
+    """One compare-and-swap of a transaction: the tabular, the location it expected (None: it was
+    created or un-staged) and the metadata file it was pointed at."""
+
+    tabular_id: str
+    expected_location: str | None
+    new_location: str
+
+
+def _swapped(item: _Pending) -> Swap:
+    assert item.row is not None  # set by _swap for a created table
+    expected = None if item.base is None else item.row.metadata_location
+    return Swap(item.row.id, expected, item.metadata_location)
+
+
+def _landed(swap: Swap, row: TabularRow | None) -> bool | None:
+    """Did ``swap`` land, judging by the tabular's row now? None: cannot tell.
+
+    Another commit may already have followed ours, so the metadata log counts too: log entries
+    are dropped oldest first, so ours (newer than the location we replaced) outlives that one.
+    """
+    if row is None:  # our INSERT would have made the row (ids are never re-used)
+        return False if swap.expected_location is None else None
+    if row.metadata_location == swap.new_location:
+        return True
+    if row.metadata_location == swap.expected_location:
+        return False
+    try:
+        history = [e.get("metadata-file") for e in json.loads(row.metadata or "{}").get("metadata-log", [])]
+    except (ValueError, AttributeError):
+        return None
+    if swap.new_location in history:
+        return True
+    if swap.expected_location is not None and swap.expected_location in history:
+        return False
+    return None
+
+
+async def _read_rows(state: AppState, ids: list[str]) -> list[TabularRow | None]:
+    # a write transaction: the primary, never a lagging read replica
+    async with state.store.transaction() as tx:
+        return [await tabular_store.get_tabular_by_id(tx, tabular_id) for tabular_id in ids]
+
+
+async def commit_outcome(state: AppState, swaps: Sequence[Swap]) -> bool | None:
+    """Whether one transaction's swaps landed (all, or -- atomic -- none); None: cannot tell."""
+    try:
+        # its own task: a fresh connection, not the one the failed COMMIT was sent on
+        reading = asyncio.ensure_future(_read_rows(state, [s.tabular_id for s in swaps]))
+        rows = await asyncio.wait_for(reading, VERIFY_SECONDS)
+    except (Exception, asyncio.CancelledError) as exc:
+        log.warning("could not re-read the tables of an uncertain commit: %r", exc)
+        return None
+    outcomes = {_landed(swap, row) for swap, row in zip(swaps, rows, strict=True)}
+    return outcomes.pop() if len(outcomes) == 1 else None
+
+
+async def settle_uncertain_commit(
+    state: AppState, storage: Storage, swaps: Sequence[Swap], failure: BaseException
+) -> None:
+    """After the database COMMIT itself failed: returns when the commit landed after all (the
+    caller answers success), deletes the new files and re-raises ``failure`` (a cancellation) or
+    answers 409 when it did not, and keeps them and answers 500 ``CommitStateUnknownException``
+    when the database cannot tell.
+
+    A cancelled COMMIT (``MAX_REQUEST_TIME``) is settled too: a 408 would make a client delete
+    the files of a commit that may have landed.
+    """
+    landed = await commit_outcome(state, swaps)
+    if landed:
+        log.warning("the COMMIT failed (%r) but the commit landed: answering success", failure)
+        return
+    if landed is False:
+        await metadata_io.delete_quietly(storage, [s.new_location for s in swaps])
+        if not isinstance(failure, Exception):
+            raise failure
+        raise commit_failed(
+            f"The database did not complete the commit ({_describe(failure)}); nothing was changed, retry it"
+        ) from failure
+    raise commit_state_unknown(
+        f"The database connection failed while committing ({_describe(failure)}) and the outcome could "
+        "not be read back: the commit may or may not have been applied; reload the table before retrying"
+    ) from failure
+
+
+def _describe(failure: BaseException) -> str:
+    if isinstance(failure, asyncio.CancelledError):
+        return "the request was cancelled"
+    return f"{type(failure).__name__}: {failure}" if str(failure) else type(failure).__name__
 
 
 def _result(item: _Pending) -> CommitResult:
@@ -732,7 +883,7 @@ async def _swap(tx: Any, warehouse: WarehouseRow, storage: Storage, item: _Pendi
             metadata=item.metadata_json,
         )
         if not inserted:
-            raise _LostRace()
+            raise _LostRace(item.change)
         item.row = await tabular_store.get_tabular_by_id(tx, tabular_id)
         return
     swapped = await tabular_store.cas_update_metadata(
@@ -744,7 +895,7 @@ async def _swap(tx: Any, warehouse: WarehouseRow, storage: Storage, item: _Pendi
         location=item.table_location if moved else None,
     )
     if not swapped:
-        raise _LostRace()
+        raise _LostRace(item.change)
 
 
 def new_table_uuid() -> uuid.UUID:

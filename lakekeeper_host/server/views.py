@@ -14,7 +14,8 @@ A replace is the table commit protocol for view metadata (``server/view_metadata
 3. write the new ``NNNNN-<uuid>[.gz].metadata.json`` to storage BEFORE the database changes;
 4. compare-and-swap ``metadata_location``; losing the race deletes the file just written and
    starts again at 1 against the newer metadata (server-side retry), so a concurrent replace
-   yields the next version instead of a conflict; failing requirements are 409.
+   yields the next version instead of a conflict; failing requirements are 409. A COMMIT with
+   an unknown outcome is settled as a table commit's (:func:`server.commit.settle_uncertain_commit`).
 
 Like Lakekeeper, views take the table rules for properties (``write.metadata.path`` and
 ``write.data.path`` are server-managed) and ``purgeRequested`` defaults to true on drop.
@@ -34,7 +35,7 @@ from pyiceberg.view.metadata import ViewMetadata
 from lakekeeper_host.errors import CatalogError, bad_request, commit_failed, not_found
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server import view_metadata as vm
-from lakekeeper_host.server.commit import validate_table_properties
+from lakekeeper_host.server.commit import Swap, settle_uncertain_commit, validate_table_properties
 from lakekeeper_host.server.context import (
     authorize,
     conflict_for_existing,
@@ -272,6 +273,7 @@ async def commit_view(
             location, row.metadata_location, dict(metadata.properties)
         )
         await metadata_io.write_metadata(storage, metadata_location, metadata_json)
+        commit_sent = False
         try:
             async with state.store.transaction() as tx:
                 if moved:
@@ -280,9 +282,13 @@ async def commit_view(
                     tx, row.id, row.metadata_location, metadata_location, metadata_json,
                     location=location if moved else None,
                 )
-        except BaseException:
-            await metadata_io.delete_quietly(storage, [metadata_location])
-            raise
+                commit_sent = swapped  # leaving the block sends COMMIT: from here on the outcome may be unknown
+        except BaseException as failure:
+            if not commit_sent:  # rolled back: nothing changed
+                await metadata_io.delete_quietly(storage, [metadata_location])
+                raise
+            await settle_uncertain_commit(state, storage, [Swap(row.id, row.metadata_location, metadata_location)],
+                                          failure)
         if not swapped:
             await metadata_io.delete_quietly(storage, [metadata_location])
             await asyncio.sleep(min(0.2, 0.005 * 2**attempt) * (0.5 + random.random()))
@@ -292,8 +298,10 @@ async def commit_view(
         events.view_updated(state, meta, warehouse, parts, row.name, row.id, body, prefix=warehouse.id)
         config = await _view_config(state, storage, warehouse, row.id, location, access)
         return _result(metadata_location, metadata_json, config)
+    # no "Commit failed: " here: the Java client puts it in front of every 409 of a commit
     raise commit_failed(
-        f"Commit failed: the view was changed concurrently {MAX_COMMIT_ATTEMPTS} times; retry the commit"
+        f"View {ident(parts, name)} was changed concurrently during {MAX_COMMIT_ATTEMPTS} attempts to "
+        "apply this commit; retry it"
     )
 
 
