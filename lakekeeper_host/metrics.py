@@ -73,3 +73,11 @@ class _PoolCollector:
             family.add_metric([pool, "idle"], stats["idle"])
             family.add_metric([pool, "in_use"], stats["size"] - stats["idle"])
         yield family
+        lookups = self.store.caches.lookups
+        yield GaugeMetricFamily("lakekeeper_change_feed_listening",
+                                "1 while the catalog change feed is listening (loads may be cached)",
+                                value=1 if lookups.live else 0)
+        size = GaugeMetricFamily("lakekeeper_cache_size", "Entries in a cache", labels=["cache"])
+        size.add_metric(["tabular-lookup"], len(lookups))
+        size.add_metric(["table-metadata"], len(self.store.caches.metadata))
+        yield size

@@ -50,6 +50,8 @@ class CacheConfig:
     namespace: CacheEntryConfig = CacheEntryConfig()
     secrets: CacheEntryConfig = CacheEntryConfig(capacity=500, time_to_live_secs=600)
     stc: CacheEntryConfig = CacheEntryConfig(capacity=10000, time_to_live_secs=3600)
+    # loadTable/loadView lookups, kept until the change feed reports a change (no TTL; PostgreSQL)
+    tabular: CacheEntryConfig = CacheEntryConfig(capacity=10000, time_to_live_secs=0)
 
 
 @frozen

@@ -113,6 +113,12 @@ async def startup_state(
     if metrics is not None:
         metrics.bind_store(store)
     events.start()
+    if store.change_feed_dsn and store.caches.lookups.enabled:
+        from lakekeeper_host.store.changes import ChangeFeed
+
+        feed = ChangeFeed(store.change_feed_dsn, store.caches.lookups)
+        await feed.start()
+        state.extras["change_feed"] = feed
     if settings.embedded and settings.host.embedded_quickstart:
         from lakekeeper_host.server.quickstart import embedded_quickstart
 
@@ -127,6 +133,9 @@ async def shutdown_state(state: AppState) -> None:
     from lakekeeper_host.server import workers
 
     await workers.stop(state)
+    feed = state.extras.pop("change_feed", None)
+    if feed is not None:
+        await feed.stop()
     await state.events.close()
     for backend in (state.secrets.store, state.authorizer, state.extras.get("authenticator")):
         if backend is None:

@@ -410,14 +410,16 @@ async def create_table(
 
 async def lookup_tabular(
     state: AppState, warehouse: WarehouseRow, parts: list[str], name: str, *, typ: str = "table",
-    include_staged: bool = False, with_metadata: bool = True,
+    include_staged: bool = False, with_metadata: bool = True, cached: bool = False,
 ) -> tabular_store.TabularLookup:
     """Namespace and live row of a table/view in one query; 404 ``NoSuch<Table|View>Exception``
-    when either is missing. ``with_metadata=False``: see :func:`tabular_store.with_current_metadata`."""
+    when either is missing. ``with_metadata=False``: see :func:`tabular_store.with_current_metadata`;
+    ``cached``: see :func:`tabular_store.find_tabular` (reads that change nothing)."""
     validate_namespace(parts)
     validate_name(name)
     found = await tabular_store.find_tabular(state.store, warehouse.id, parts, name, typ,
-                                             include_staged=include_staged, with_metadata=with_metadata)
+                                             include_staged=include_staged, with_metadata=with_metadata,
+                                             cached=cached)
     if found.namespace is None or found.tabular is None:
         raise _not_found(typ, parts, name)
     return found
@@ -461,7 +463,7 @@ async def load_table(
     # one query finds namespace, table and the warehouse's current version; the metadata JSON
     # comes from the cache keyed by its (immutable) location when this process has seen it
     try:
-        found = await lookup_tabular(state, warehouse, parts, name, with_metadata=False)
+        found = await lookup_tabular(state, warehouse, parts, name, with_metadata=False, cached=True)
     except CatalogError as error:
         # Spark probes `ns.table.branch_x` as a table and needs a 404 to treat it as a branch,
         # also when the namespace is then one level too deep (Lakekeeper answers 404 there too)
@@ -498,7 +500,7 @@ async def load_table(
 
 async def table_exists(state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], name: str) -> None:
     """Returns when the table exists; 404 otherwise."""
-    found = await lookup_tabular(state, warehouse, parts, name, with_metadata=False)
+    found = await lookup_tabular(state, warehouse, parts, name, with_metadata=False, cached=True)
     await authorize(state, meta, "get_metadata", "table", found.tabular.id, warehouse)
 
 

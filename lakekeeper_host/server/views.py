@@ -32,7 +32,7 @@ from typing import Any
 from pyiceberg.table.update import RemovePropertiesUpdate, SetPropertiesUpdate
 from pyiceberg.view.metadata import ViewMetadata
 
-from lakekeeper_host.errors import CatalogError, bad_request, commit_failed, not_found
+from lakekeeper_host.errors import CatalogError, bad_request, commit_failed, no_such_view, not_found
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server import view_metadata as vm
 from lakekeeper_host.server.commit import Swap, settle_uncertain_commit, validate_table_properties
@@ -48,6 +48,7 @@ from lakekeeper_host.server.tables import (
     check_location_available,
     default_tabular_location,
     list_tabular_identifiers,
+    lookup_tabular,
     register_request,
     rename_tabular,
     requested_location,
@@ -142,16 +143,19 @@ async def list_views(
 async def load_view(
     state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], name: str, access: DataAccess
 ) -> dict[str, Any]:
-    _, row = await resolve_table(state, warehouse, parts, name, typ="view")
-    await authorize(state, meta, "get_metadata", "view", row.id, warehouse)
+    found = await lookup_tabular(state, warehouse, parts, name, typ="view", with_metadata=False, cached=True)
+    await authorize(state, meta, "get_metadata", "view", found.tabular.id, warehouse)
+    row = await tabular_store.with_current_metadata(state.store, found.tabular)
+    if row is None:
+        raise no_such_view(parts, name)
     storage = await state.storage_for(warehouse)
     config = await _view_config(state, storage, warehouse, row.id, row.location, access)
     return _result(row.metadata_location, row.metadata, config)
 
 
 async def view_exists(state: AppState, meta: Any, warehouse: WarehouseRow, parts: list[str], name: str) -> None:
-    _, row = await resolve_table(state, warehouse, parts, name, typ="view")
-    await authorize(state, meta, "get_metadata", "view", row.id, warehouse)
+    found = await lookup_tabular(state, warehouse, parts, name, typ="view", with_metadata=False, cached=True)
+    await authorize(state, meta, "get_metadata", "view", found.tabular.id, warehouse)
 
 
 # ---------------------------------------------------------------- create

@@ -10,7 +10,12 @@
   entry at once (and again when its transaction ends); another replica's change is seen within
   the TTL -- except by loadTable and commits, which check the warehouse version in the same
   query that finds the table.
+* :class:`LookupCache` -- what loadTable/loadView look up first (namespace, tabular row,
+  warehouse version) by name, kept only while a change feed tells this process about every
+  change to those rows (PostgreSQL ``LISTEN``, see ``store/changes.py``), and forgotten when it
+  does; without a live feed it holds nothing.
 """
+
 
 from __future__ import annotations
 
@@ -104,14 +109,84 @@ class TtlCache:
         self._entries.clear()
 
 
+class LookupCache:
+    """``(warehouse id, key) -> value``, valid until a change in that warehouse is announced.
+
+    Every entry remembers the epochs it was read under: the process-wide epoch (bumped when the
+    change feed goes down or comes back, and when a write transaction of this process ends) and
+    its warehouse's epoch (bumped by each change the feed announces for the warehouse). An entry
+    whose epochs moved on is stale. A reader takes a :meth:`token` *before* it queries and
+    :meth:`put` keeps the result only under that token, so a change announced while the query
+    ran is never papered over by the older result.
+
+    Another replica's change is seen when its notification arrives (PostgreSQL delivers it at
+    commit; milliseconds): the same bounded staleness as reading from a replica. Changes made by
+    this process are seen at once.
+    """
+
+    def __init__(self, capacity: int = 10000, *, enabled: bool = True):
+        self.capacity = capacity
+        self.enabled = enabled and capacity > 0
+        self.live = False  # a change feed is listening
+        self.epoch = 0
+        self._warehouse_epochs: dict[str, int] = {}
+        self._entries: OrderedDict[Hashable, tuple[int, int, Any]] = OrderedDict()
+        self.observer: Observer = _ignore
+
+    def token(self, warehouse_id: str) -> tuple[int, int] | None:
+        """The epochs a read starts under; None when nothing may be cached now."""
+        if not (self.enabled and self.live):
+            return None
+        return self.epoch, self._warehouse_epochs.get(warehouse_id, 0)
+
+    def get(self, warehouse_id: str, key: Hashable) -> Any:
+        if not (self.enabled and self.live):
+            return None
+        entry = self._entries.get((warehouse_id, key))
+        if entry is None or entry[:2] != (self.epoch, self._warehouse_epochs.get(warehouse_id, 0)):
+            self.observer("tabular-lookup", "miss")
+            return None
+        self._entries.move_to_end((warehouse_id, key))
+        self.observer("tabular-lookup", "hit")
+        return entry[2]
+
+    def put(self, warehouse_id: str, key: Hashable, value: Any, token: tuple[int, int] | None) -> None:
+        if token is None or token != self.token(warehouse_id):
+            return
+        self._entries[(warehouse_id, key)] = (*token, value)
+        self._entries.move_to_end((warehouse_id, key))
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def changed(self, warehouse_id: str) -> None:
+        """Something in the warehouse changed (its row, a namespace, a table or view)."""
+        self._warehouse_epochs[warehouse_id] = self._warehouse_epochs.get(warehouse_id, 0) + 1
+
+    def changed_everything(self) -> None:
+        self.epoch += 1
+        self._entries.clear()
+        self._warehouse_epochs.clear()
+
+    def set_live(self, live: bool) -> None:
+        """The change feed started (or resumed) listening, or lost its connection: either way
+        what was cached may have missed a change."""
+        self.live = live
+        self.changed_everything()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class StoreCaches:
     """The caches one ``Store`` (one process) keeps."""
 
     def __init__(self, *, warehouse_ttl: float = 60.0, warehouse_capacity: int = 1000,
-                 warehouse_enabled: bool = True, metadata_bytes: int = DEFAULT_METADATA_BYTES):
+                 warehouse_enabled: bool = True, metadata_bytes: int = DEFAULT_METADATA_BYTES,
+                 lookup_capacity: int = 10000, lookup_enabled: bool = True):
         self.warehouses = TtlCache(warehouse_ttl, warehouse_capacity, enabled=warehouse_enabled)
         self.metadata = MetadataCache(metadata_bytes)
+        self.lookups = LookupCache(lookup_capacity, enabled=lookup_enabled)
 
     def observe(self, observer: Observer) -> None:
         """Report every lookup as ``observer(cache, "hit" | "miss")``."""
-        self.warehouses.observer = self.metadata.observer = observer
+        self.warehouses.observer = self.metadata.observer = self.lookups.observer = observer

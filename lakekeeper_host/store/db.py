@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import json
 import logging
@@ -87,21 +88,50 @@ def _row(record: Any) -> Row | None:
     return None if record is None else dict(record._mapping)
 
 
+_CATALOG_WRITE = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:project|warehouse|namespace|tabular)\b",
+                            re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=2048)
+def writes_catalog(sql: str) -> bool:
+    """Does the statement write a row the lookup cache is made of (or one that cascades to them)?"""
+    return _CATALOG_WRITE.search(sql) is not None
+
+
+# the innermost open transaction of the running task (a nested one is a savepoint of it)
+_open_transaction: contextvars.ContextVar[_TransactionCallbacks | None] = contextvars.ContextVar(
+    "lakekeeper_open_transaction", default=None
+)
+
+
 class _TransactionCallbacks(Executor):
-    """``after_transaction`` callbacks collected while a transaction is open."""
+    """``after_transaction`` callbacks collected while a transaction is open, and whether it
+    wrote catalog rows (then this process's lookup cache is emptied when it ends, so its next
+    read sees the write at once; other processes learn of it from the change feed)."""
 
     def __init__(self, caches: StoreCaches):
         self.caches = caches
         self.pending_callbacks: list[Callable[[], None]] = []
+        self.wrote_catalog = False
+        self.parent = _open_transaction.get()
 
     def after_transaction(self, callback: Callable[[], None]) -> None:
         callback()
         self.pending_callbacks.append(callback)
 
+    def note(self, sql: str) -> None:
+        if not self.wrote_catalog and writes_catalog(sql):
+            tx: _TransactionCallbacks | None = self
+            while tx is not None:  # a savepoint's writes are its outer transaction's too
+                tx.wrote_catalog = True
+                tx = tx.parent
+
     def run_callbacks(self) -> None:
         for callback in self.pending_callbacks:
             callback()
         self.pending_callbacks.clear()
+        if self.wrote_catalog:
+            self.caches.lookups.changed_everything()
 
 
 class Transaction(_TransactionCallbacks):
@@ -111,12 +141,15 @@ class Transaction(_TransactionCallbacks):
         self.dialect = dialect
 
     async def fetch_one(self, sql, values=None):
+        self.note(sql)
         return _row(await self._db.fetch_one(sql, values))
 
     async def fetch_all(self, sql, values=None):
+        self.note(sql)
         return [dict(r._mapping) for r in await self._db.fetch_all(sql, values)]
 
     async def execute(self, sql, values=None):
+        self.note(sql)
         await self._db.execute(sql, values)
 
 
@@ -163,15 +196,18 @@ class PostgresTransaction(_TransactionCallbacks):
         self._connection = connection
 
     async def fetch_one(self, sql, values=None):
+        self.note(sql)
         text, names = positional_sql(sql)
         record = await self._connection.fetchrow(text, *_arguments(names, values))
         return None if record is None else dict(record)
 
     async def fetch_all(self, sql, values=None):
+        self.note(sql)
         text, names = positional_sql(sql)
         return [dict(r) for r in await self._connection.fetch(text, *_arguments(names, values))]
 
     async def execute(self, sql, values=None):
+        self.note(sql)
         text, names = positional_sql(sql)
         await self._connection.execute(text, *_arguments(names, values))
 
@@ -208,10 +244,12 @@ class _PostgresPool:
         """A transaction; nested in the same task it is a savepoint on the same connection."""
         async with self.database.connection() as connection:
             tx = PostgresTransaction(connection.raw_connection, self.caches)
+            opened = _open_transaction.set(tx)
             try:
                 async with connection.transaction():
                     yield tx
             finally:
+                _open_transaction.reset(opened)
                 tx.run_callbacks()
 
     def stats(self) -> dict[str, int] | None:
@@ -248,9 +286,10 @@ class Store(Executor):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Store:
-        warehouse = settings.host.cache.warehouse
+        warehouse, tabular = settings.host.cache.warehouse, settings.host.cache.tabular
         caches = StoreCaches(warehouse_ttl=warehouse.time_to_live_secs, warehouse_capacity=warehouse.capacity,
-                             warehouse_enabled=warehouse.enabled)
+                             warehouse_enabled=warehouse.enabled, lookup_capacity=tabular.capacity,
+                             lookup_enabled=tabular.enabled)
         return cls(*database_urls(settings), pool=(settings.pg.pg_read_pool_connections,
                                                    settings.pg.pg_write_pool_connections), caches=caches)
 
@@ -327,6 +366,7 @@ class Store(Executor):
                 raw = conn.raw_connection
                 await raw.execute("BEGIN IMMEDIATE")
                 tx = Transaction(conn, self.dialect, self.caches)
+                opened = _open_transaction.set(tx)
                 try:
                     yield tx
                 except BaseException:
@@ -335,7 +375,16 @@ class Store(Executor):
                 else:
                     await raw.commit()
                 finally:
+                    _open_transaction.reset(opened)
                     tx.run_callbacks()
+
+    @property
+    def change_feed_dsn(self) -> str | None:
+        """Where ``store/changes.py`` listens: the PostgreSQL database both pools use; None on
+        SQLite and when reads go to a replica (see that module)."""
+        if self.dialect != "postgresql" or self._read is not self._write:
+            return None
+        return self.write_url.replace("postgresql+asyncpg://", "postgresql://", 1)
 
     def pool_stats(self) -> dict[str, dict[str, int]]:
         """Connections per pool: {"write": {"size": n, "idle": m}, "read": {...}} (PostgreSQL only)."""

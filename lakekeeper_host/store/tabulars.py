@@ -125,25 +125,38 @@ def _lookup_sql(with_metadata: bool, with_typ: bool) -> str:
 
 async def find_tabular(
     db: Executor, warehouse_id: str, namespace: Sequence[str], name: str, typ: str | None = None, *,
-    include_staged: bool = False, with_metadata: bool = True,
+    include_staged: bool = False, with_metadata: bool = True, cached: bool = False,
 ) -> TabularLookup:
     """:func:`get_namespace` + :func:`get_tabular` in one round trip (the load and commit path).
 
     ``with_metadata=False`` leaves ``metadata`` out (``None``): :func:`with_current_metadata`
-    brings it from the metadata cache, or reads it, when it is needed.
+    brings it from the metadata cache, or reads it, when it is needed. ``cached=True`` (loads
+    and existence checks, never a transaction) may answer from the lookup cache, which holds
+    results only while the change feed reports every change (``store/cache.py``).
     """
     values: dict[str, Any] = {"w": warehouse_id, "nk": encode_namespace_name(namespace).casefold(),
                               "k": name.casefold()}
+    lookups = db.caches.lookups if cached and not with_metadata else None
+    key = (values["nk"], values["k"], typ, include_staged)
+    if lookups is not None:
+        hit = lookups.get(warehouse_id, key)
+        if hit is not None:
+            return hit
+        token = lookups.token(warehouse_id)
     if typ is not None:
         values["typ"] = typ
     record = await db.fetch_one(_lookup_sql(with_metadata, typ is not None), values)
     if record is None:
-        return TabularLookup(None, None, None, None)
-    namespace_row = namespace_from_row({c: record[f"ns_{c}"] for c in _NAMESPACE_COLUMNS})
-    tabular = tabular_from_row(record) if record["id"] is not None else None
-    if tabular is not None and tabular.staged and not include_staged:
-        tabular = None
-    return TabularLookup(namespace_row, tabular, record["wh_version"], record["wh_status"])
+        found = TabularLookup(None, None, None, None)
+    else:
+        namespace_row = namespace_from_row({c: record[f"ns_{c}"] for c in _NAMESPACE_COLUMNS})
+        tabular = tabular_from_row(record) if record["id"] is not None else None
+        if tabular is not None and tabular.staged and not include_staged:
+            tabular = None
+        found = TabularLookup(namespace_row, tabular, record["wh_version"], record["wh_status"])
+    if lookups is not None:
+        lookups.put(warehouse_id, key, found, token)
+    return found
 
 
 async def with_current_metadata(db: Executor, row: TabularRow) -> TabularRow | None:
