@@ -37,7 +37,6 @@ from typing import Any
 
 from attrs import field, frozen, validators
 from pydantic import ValidationError
-from pyiceberg.catalog.rest.scan_planning import PlanTableScanRequest
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, BoundNotStartsWith, BoundStartsWith, Not, Or
 from pyiceberg.expressions.visitors import bind
@@ -190,6 +189,9 @@ def parse_plan_request(body: Any, metadata: TableMetadata) -> PlanRequest:
     if problem is not None:
         raise illegal_argument(f"Invalid filter: {problem}")
     try:
+        # pyiceberg.catalog (requests, YAML config) is imported by the first plan, not at startup
+        from pyiceberg.catalog.rest.scan_planning import PlanTableScanRequest
+
         request = PlanTableScanRequest.model_validate(body)
     except ValidationError as exc:
         raise illegal_argument(f"Invalid scan plan request: {_pydantic_message(exc)}") from None
