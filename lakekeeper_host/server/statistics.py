@@ -14,6 +14,7 @@ statistics never writes.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from collections import Counter
@@ -33,6 +34,7 @@ _RULE_VAR = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 Key = tuple[str | None, str | None, str, int]
 
 
+@functools.lru_cache(maxsize=1024)  # called for every response; routes are few
 def http_route(method: str, rule: str) -> str:
     """The endpoint as the statistics name it: a Quart rule with its variables in braces.
 
