@@ -51,6 +51,7 @@ from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import (
     DataAccess,
+    Storage,
     StoragePermission,
     TableAccessRequest,
     TableConfig,
@@ -445,6 +446,18 @@ def refs_only_cached(state: AppState, metadata_location: str, metadata_json: str
     return body
 
 
+async def metadata_file_present(state: AppState, storage: Storage, location: str) -> bool:
+    """The table's current metadata file is in storage. Asked at most every 30 s per file (see
+    ``StoreCaches.present_files``): on S3 it is a HEAD request, too dear for every load."""
+    present = state.store.caches.present_files
+    if present.get(location):
+        return True
+    found = await storage.exists(location)
+    if found:
+        present.put(location, True)
+    return found
+
+
 async def load_table(
     state: AppState,
     meta: Any,
@@ -476,7 +489,7 @@ async def load_table(
     if row is None:
         raise _not_found("table", parts, name)
     storage = await state.storage_for(warehouse)
-    if not await storage.exists(row.metadata_location):
+    if not await metadata_file_present(state, storage, row.metadata_location):
         raise not_found(f"Failed to open input stream for file: {row.metadata_location}")
     permission = await data_permission(state, meta, warehouse, row.id)
     config = await table_config_for(state, meta, warehouse, parts, row.name, row, row.location, access, permission)

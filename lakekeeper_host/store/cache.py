@@ -75,7 +75,8 @@ class MetadataCache:
 class TtlCache:
     """``key -> value`` for ``ttl`` seconds, at most ``capacity`` entries (oldest dropped first)."""
 
-    def __init__(self, ttl: float, capacity: int, *, enabled: bool = True):
+    def __init__(self, ttl: float, capacity: int, *, enabled: bool = True, name: str = "warehouse"):
+        self.name = name  # the ``cache`` label of its lookups in the metrics
         self.ttl = ttl
         self.capacity = capacity
         self.enabled = enabled and ttl > 0 and capacity > 0
@@ -89,9 +90,9 @@ class TtlCache:
         if entry is None or entry[0] < time.monotonic():
             if entry is not None:
                 self._entries.pop(key, None)
-            self.observer("warehouse", "miss")
+            self.observer(self.name, "miss")
             return None
-        self.observer("warehouse", "hit")
+        self.observer(self.name, "hit")
         return entry[1]
 
     def put(self, key: Hashable, value: Any) -> None:
@@ -186,7 +187,11 @@ class StoreCaches:
         self.warehouses = TtlCache(warehouse_ttl, warehouse_capacity, enabled=warehouse_enabled)
         self.metadata = MetadataCache(metadata_bytes)
         self.lookups = LookupCache(lookup_capacity, enabled=lookup_enabled)
+        # metadata files a load found in storage (a HEAD request on object stores): asked again
+        # after 30 s, so a file deleted behind the catalog's back is noticed, but not on every load
+        self.present_files = TtlCache(30.0, 10000, name="metadata-file")
 
     def observe(self, observer: Observer) -> None:
         """Report every lookup as ``observer(cache, "hit" | "miss")``."""
         self.warehouses.observer = self.metadata.observer = self.lookups.observer = observer
+        self.present_files.observer = observer
