@@ -17,6 +17,8 @@ The protocol (Lakekeeper §3.2, Iceberg ``CatalogHandlers.commit``):
    outcome: :func:`settle_uncertain_commit` reads the tables again to find out, and only deletes
    the files when the swap certainly did not land; when it cannot tell, the files stay and the
    answer is 500 ``CommitStateUnknownException`` (clients then keep their own files too).
+   The create paths (createTable, registerTable, createView, registerView) settle their INSERT
+   the same way.
 
 A request with no effective change writes nothing and returns the current metadata.
 Committing ``assert-create`` to a staged table (``stage-create``) builds the metadata from empty
@@ -79,6 +81,7 @@ from lakekeeper_host.errors import (
     commit_state_unknown,
     no_such_namespace,
     no_such_table,
+    service_unavailable,
 )
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.context import (
@@ -693,11 +696,13 @@ VERIFY_SECONDS = 10.0
 @frozen
 class Swap:
     """One compare-and-swap of a transaction: the tabular, the location it expected (None: it was
-    created or un-staged) and the metadata file it was pointed at."""
+    created or un-staged), the metadata file it was pointed at (None: a ``stage-create`` row) and
+    whether this request wrote that file (False: a registered file is the user's, never deleted)."""
 
     tabular_id: str
     expected_location: str | None
-    new_location: str
+    new_location: str | None
+    written: bool = True
 
 
 def _swapped(item: _Pending) -> Swap:
@@ -749,7 +754,7 @@ async def commit_outcome(state: AppState, swaps: Sequence[Swap]) -> bool | None:
 
 
 async def settle_uncertain_commit(
-    state: AppState, storage: Storage, swaps: Sequence[Swap], failure: BaseException
+    state: AppState, storage: Storage, swaps: Sequence[Swap], failure: BaseException, *, creates: bool = False
 ) -> None:
     """After the database COMMIT itself failed: returns when the commit landed after all (the
     caller answers success), deletes the new files and re-raises ``failure`` (a cancellation) or
@@ -758,21 +763,29 @@ async def settle_uncertain_commit(
 
     A cancelled COMMIT (``MAX_REQUEST_TIME``) is settled too: a 408 would make a client delete
     the files of a commit that may have landed.
+
+    ``creates``: the request is a create or register endpoint, whose clients read a 409 as
+    "already exists" (Java's table error handler): one that did not land is a 503
+    ``ServiceUnavailableException`` instead -- nothing was created, a retry is safe.
     """
     landed = await commit_outcome(state, swaps)
     if landed:
         log.warning("the COMMIT failed (%r) but the commit landed: answering success", failure)
         return
     if landed is False:
-        await metadata_io.delete_quietly(storage, [s.new_location for s in swaps])
+        await metadata_io.delete_quietly(storage, [s.new_location for s in swaps if s.written and s.new_location])
         if not isinstance(failure, Exception):
             raise failure
-        raise commit_failed(
-            f"The database did not complete the commit ({_describe(failure)}); nothing was changed, retry it"
-        ) from failure
+        message = f"The database did not complete the {'request' if creates else 'commit'} ({_describe(failure)}); "
+        if creates:
+            raise service_unavailable(message + "nothing was created or changed, retry it") from failure
+        raise commit_failed(message + "nothing was changed, retry it") from failure
+    outcome = "the commit may or may not have been applied; reload the table before retrying"
+    if creates:
+        outcome = "the table or view may or may not have been created or registered; load it before retrying"
     raise commit_state_unknown(
         f"The database connection failed while committing ({_describe(failure)}) and the outcome could "
-        "not be read back: the commit may or may not have been applied; reload the table before retrying"
+        f"not be read back: {outcome}"
     ) from failure
 
 

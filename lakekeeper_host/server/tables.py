@@ -29,7 +29,7 @@ from pyiceberg.types import StructType
 
 from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace, no_such_table, no_such_view, not_found
 from lakekeeper_host.server import events, metadata_io
-from lakekeeper_host.server.commit import validate_table_properties
+from lakekeeper_host.server.commit import Swap, settle_uncertain_commit, validate_table_properties
 from lakekeeper_host.server.context import (
     authorize,
     conflict_for_existing,
@@ -368,6 +368,7 @@ async def create_table(
     if not stage_create:
         metadata_location = metadata_io.next_metadata_location(location, None, dict(metadata.properties))
         await metadata_io.write_metadata(storage, metadata_location, metadata_json)
+    commit_sent = False
     try:
         async with state.store.transaction() as tx:
             current = await tabular_store.get_tabular(tx, namespace.id, name, include_staged=True)
@@ -384,10 +385,14 @@ async def create_table(
             if not inserted:
                 raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
             row = await tabular_store.get_tabular_by_id(tx, tabular_id)
-    except BaseException:
-        if metadata_location:
-            await metadata_io.delete_quietly(storage, [metadata_location])
-        raise
+            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
+    except BaseException as failure:
+        if not commit_sent:  # rolled back: nothing changed
+            if metadata_location:
+                await metadata_io.delete_quietly(storage, [metadata_location])
+            raise
+        swap = Swap(tabular_id, None, metadata_location)  # None: a staged table has no file yet
+        await settle_uncertain_commit(state, storage, [swap], failure, creates=True)
 
     tabular_store.remember_metadata(state.store, metadata_location, metadata_json)
 
@@ -586,32 +591,44 @@ async def register_table(
         )
     location = await requested_location(state, warehouse, metadata.location)
     metadata_json = metadata_io.to_json(metadata)
-    async with state.store.transaction() as tx:
-        current = await tabular_store.get_tabular(tx, namespace.id, name, include_staged=True)
-        if current is not None and current.staged:
-            await tabular_store.delete_staged(tx, namespace.id, name)
-            current = None
-        if current is not None:
-            if current.typ != "table" or not overwrite:
-                raise conflict_for_existing(current.typ, parts, name, "table")
-            await check_location_available(tx, warehouse, location, exclude_id=current.id)
-            if not await tabular_store.cas_update_metadata(
-                tx, current.id, current.metadata_location, metadata_location, metadata_json, location=location
-            ):
-                raise CatalogError(409, "CommitFailedException", f"Table {ident(parts, name)} was changed concurrently")
-            tabular_id = current.id
-        else:
-            await check_location_available(tx, warehouse, location)
-            tabular_id = str(metadata.table_uuid)
-            if await tabular_store.tabular_id_taken(tx, tabular_id):
-                tabular_id = new_id()
-            inserted = await tabular_store.insert_tabular(
-                tx, tabular_id=tabular_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
-                typ="table", location=location, metadata_location=metadata_location, metadata=metadata_json,
-            )
-            if not inserted:
-                raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
-        row = await tabular_store.get_tabular_by_id(tx, tabular_id)
+    commit_sent = False
+    try:
+        async with state.store.transaction() as tx:
+            current = await tabular_store.get_tabular(tx, namespace.id, name, include_staged=True)
+            if current is not None and current.staged:
+                await tabular_store.delete_staged(tx, namespace.id, name)
+                current = None
+            if current is not None:
+                if current.typ != "table" or not overwrite:
+                    raise conflict_for_existing(current.typ, parts, name, "table")
+                await check_location_available(tx, warehouse, location, exclude_id=current.id)
+                if not await tabular_store.cas_update_metadata(
+                    tx, current.id, current.metadata_location, metadata_location, metadata_json, location=location
+                ):
+                    raise CatalogError(
+                        409, "CommitFailedException", f"Table {ident(parts, name)} was changed concurrently"
+                    )
+                tabular_id = current.id
+            else:
+                await check_location_available(tx, warehouse, location)
+                tabular_id = str(metadata.table_uuid)
+                if await tabular_store.tabular_id_taken(tx, tabular_id):
+                    tabular_id = new_id()
+                inserted = await tabular_store.insert_tabular(
+                    tx, tabular_id=tabular_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
+                    typ="table", location=location, metadata_location=metadata_location, metadata=metadata_json,
+                )
+                if not inserted:
+                    raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
+            row = await tabular_store.get_tabular_by_id(tx, tabular_id)
+            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
+    except BaseException as failure:
+        if not commit_sent:  # rolled back: nothing changed
+            raise
+        # the registered file is the user's: never deleted, whatever the outcome
+        expected = None if current is None else current.metadata_location
+        swap = Swap(tabular_id, expected, metadata_location, written=False)
+        await settle_uncertain_commit(state, storage, [swap], failure, creates=True)
 
     # ------------------------------------------------ EVENTS
     # registerTable

@@ -206,6 +206,7 @@ async def create_view(
     metadata_json = metadata.model_dump_json()
     metadata_location = metadata_io.next_metadata_location(location, None, properties)
     await metadata_io.write_metadata(storage, metadata_location, metadata_json)
+    commit_sent = False
     try:
         async with state.store.transaction() as tx:
             await _claim_name(tx, namespace.id, parts, name)
@@ -216,9 +217,12 @@ async def create_view(
             )
             if not inserted:
                 raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
-    except BaseException:
-        await metadata_io.delete_quietly(storage, [metadata_location])
-        raise
+            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
+    except BaseException as failure:
+        if not commit_sent:  # rolled back: nothing changed
+            await metadata_io.delete_quietly(storage, [metadata_location])
+            raise
+        await settle_uncertain_commit(state, storage, [Swap(view_id, None, metadata_location)], failure, creates=True)
 
     # ------------------------------------------------ EVENTS
     events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)
@@ -354,18 +358,27 @@ async def register_view(
     metadata = await _read_view_metadata(storage, metadata_location)
     location = await requested_location(state, warehouse, metadata.location)
     metadata_json = metadata.model_dump_json()
-    async with state.store.transaction() as tx:
-        await _claim_name(tx, namespace.id, parts, name)
-        await check_location_available(tx, warehouse, location)
-        view_id = str(metadata.view_uuid)
-        if await tabular_store.tabular_id_taken(tx, view_id):
-            view_id = new_id()
-        inserted = await tabular_store.insert_tabular(
-            tx, tabular_id=view_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
-            typ="view", location=location, metadata_location=metadata_location, metadata=metadata_json,
-        )
-        if not inserted:
-            raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
+    commit_sent = False
+    try:
+        async with state.store.transaction() as tx:
+            await _claim_name(tx, namespace.id, parts, name)
+            await check_location_available(tx, warehouse, location)
+            view_id = str(metadata.view_uuid)
+            if await tabular_store.tabular_id_taken(tx, view_id):
+                view_id = new_id()
+            inserted = await tabular_store.insert_tabular(
+                tx, tabular_id=view_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
+                typ="view", location=location, metadata_location=metadata_location, metadata=metadata_json,
+            )
+            if not inserted:
+                raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
+            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
+    except BaseException as failure:
+        if not commit_sent:  # rolled back: nothing changed
+            raise
+        # the registered file is the user's: never deleted, whatever the outcome
+        swap = Swap(view_id, None, metadata_location, written=False)
+        await settle_uncertain_commit(state, storage, [swap], failure, creates=True)
 
     # ------------------------------------------------ EVENTS
     events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)

@@ -4,6 +4,10 @@ A commit writes its metadata file first and then swaps the table's metadata loca
 database. The tests below look at both halves after every kind of outcome: the answer the client
 gets, where the table points, and which files are in the table's ``metadata/`` directory.
 
+Creates and registers end with a COMMIT too (the INSERT of the row), settled the same way: a
+create whose reply was lost is a success, one that never reached the database leaves nothing
+behind, and a registered metadata file -- the user's -- is never deleted.
+
 The unknown-outcome tests need the database COMMIT itself to fail (a lost connection, a reply
 that comes after ``MAX_REQUEST_TIME``), which no real database does on demand: they run the app
 in-process with the test-only ``commit_faults`` plugin (tests/plugins/commit_faults.py), which
@@ -13,6 +17,7 @@ use the shared server over HTTP.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -50,10 +55,11 @@ def referenced_files(metadata_location: str, metadata: dict[str, Any]) -> set[st
 class FaultyCatalog:
     """The in-process app with the commit_faults plugin: raw requests on one warehouse."""
 
-    def __init__(self, client: Any, prefix: str, faults: CommitFaults):
+    def __init__(self, client: Any, prefix: str, faults: CommitFaults, root: Path):
         self.client = client
         self.prefix = f"/catalog/v1/{prefix}"
         self.faults = faults
+        self.root = root  # the warehouse's storage root
 
     async def request(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
         extra = {} if body is None else {"json": body}
@@ -69,6 +75,15 @@ class FaultyCatalog:
         status, body = await self.request("GET", f"/namespaces/ns/{kind}/{name}")
         assert status == 200, body
         return body
+
+
+def view_body(name: str, **extra: Any) -> dict[str, Any]:
+    """A createView body with one SQL version."""
+    return {"name": name, "schema": SCHEMA, "view-version": {
+        "version-id": 1, "schema-id": 0, "timestamp-ms": 1_700_000_000_000, "summary": {},
+        "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}],
+        "default-namespace": ["ns"],
+    }, **extra}
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -98,7 +113,7 @@ async def faulty(request, tmp_path_factory) -> FaultyCatalog:
             "warehouse-name": "faults", "storage-profile": {"type": "file", "root": str(data_dir / "wh")},
         })
         assert created.status_code == 201, await created.get_data()
-        catalog = FaultyCatalog(client, (await created.get_json())["warehouse-id"], faults)
+        catalog = FaultyCatalog(client, (await created.get_json())["warehouse-id"], faults, data_dir / "wh")
         status, body = await catalog.request("POST", "/namespaces", {"namespace": ["ns"]})
         assert status == 200, body
         yield catalog
@@ -172,13 +187,7 @@ async def test_commit_cancelled_by_max_request_time_after_it_landed_is_a_success
 
 
 async def test_view_commit_with_an_unknown_outcome_is_settled_like_a_table_commit(faulty, faults):
-    status, body = await faulty.request("POST", "/namespaces/ns/views", {
-        "name": "v", "schema": SCHEMA, "view-version": {
-            "version-id": 1, "schema-id": 0, "timestamp-ms": 1_700_000_000_000, "summary": {},
-            "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}],
-            "default-namespace": ["ns"],
-        },
-    })
+    status, body = await faulty.request("POST", "/namespaces/ns/views", view_body("v"))
     assert status == 200, body
     before = body["metadata-location"]
     view_files = Path(urlsplit(body["metadata"]["location"]).path) / "metadata"
@@ -214,6 +223,136 @@ async def test_retries_exhausted_is_a_409_whose_message_reads_once(faulty, fault
     loaded = await faulty.load("tables", "contended")
     assert loaded["metadata-location"] == created["metadata-location"]
     assert metadata_files(loaded["metadata"]) == referenced_files(created["metadata-location"], {})
+
+
+# ---------------------------------------------------------------- creates and registers with an unknown outcome
+
+
+def create_transaction(location: str, table_uuid: str | None = None) -> dict[str, Any]:
+    """The commit of Java's create transaction: ``assert-create`` and the whole new table."""
+    return {"requirements": [{"type": "assert-create"}], "updates": [
+        {"action": "assign-uuid", "uuid": table_uuid or str(uuid.uuid4())},
+        {"action": "upgrade-format-version", "format-version": 2},
+        {"action": "add-schema", "schema": SCHEMA, "last-column-id": 2},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": location},
+    ]}
+
+
+def files_under(location: str) -> set[str]:
+    """The metadata files in ``<location>/metadata`` (as local paths)."""
+    return {str(p) for p in (Path(urlsplit(location).path) / "metadata").glob("*.metadata.json")}
+
+
+async def user_metadata_file(faulty: FaultyCatalog, kind: str, location: str) -> str:
+    """A metadata file for a new table or view at ``location``, written the way a user prepares
+    one to register: a copy of a created one's, with a new location and uuid."""
+    template = f"template-{uuid.uuid4().hex[:8]}"
+    if kind == "tables":
+        metadata = (await faulty.create_table(template))["metadata"]
+        metadata |= {"location": location, "table-uuid": str(uuid.uuid4())}
+    else:
+        status, body = await faulty.request("POST", "/namespaces/ns/views", view_body(template))
+        assert status == 200, body
+        metadata = body["metadata"] | {"location": location, "view-uuid": str(uuid.uuid4())}
+    path = Path(urlsplit(location).path) / "metadata" / f"00000-{uuid.uuid4()}.metadata.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(metadata))
+    return f"file://{path}"
+
+
+async def create_request(
+    faulty: FaultyCatalog, operation: str, name: str, location: str
+) -> tuple[str, str, dict[str, Any], str | None]:
+    """(kind, path, body, the user's metadata file for a register) of one create at ``location``."""
+    if operation == "create-table":
+        return "tables", "/namespaces/ns/tables", {"name": name, "schema": SCHEMA, "location": location}, None
+    if operation == "create-transaction":  # a commit that creates the table (no stage-create before)
+        return "tables", f"/namespaces/ns/tables/{name}", create_transaction(location), None
+    if operation == "create-view":
+        return "views", "/namespaces/ns/views", view_body(name, location=location), None
+    kind = "tables" if operation == "register-table" else "views"
+    registered = await user_metadata_file(faulty, kind, location)
+    path = "/namespaces/ns/register" if kind == "tables" else "/namespaces/ns/register-view"
+    return kind, path, {"name": name, "metadata-location": registered}, registered
+
+
+@pytest.mark.parametrize("mode", ["reply-lost", "commit-lost", "reply-lost-db-down"])
+@pytest.mark.parametrize(
+    "operation", ["create-table", "create-transaction", "register-table", "create-view", "register-view"]
+)
+async def test_create_with_an_unknown_commit_outcome(faulty, faults, operation, mode):
+    """The COMMIT of a create's INSERT fails.
+
+    - ``reply-lost``: the row is there, so the answer is a success and the table or view loads,
+      pointing at a file that exists;
+    - ``commit-lost``: nothing was created: an error a client may retry on -- 503 (a 409 from a
+      create or register endpoint reads "already exists" to clients), 409 CommitFailed from a
+      commit --, the name is free and no file is left, except a registered file: the user's;
+    - ``reply-lost-db-down``: 500 CommitStateUnknownException and the file kept: once the
+      database is back, the table or view is there and points at it.
+    """
+    name = f"{operation}-{mode}"
+    location = f"file://{faulty.root}/created/{name}"
+    kind, path, body, registered = await create_request(faulty, operation, name, location)
+    faults.arm(mode)
+    status, answer = await faulty.request("POST", path, body)
+    assert faults.fired == [mode]
+
+    if mode == "commit-lost":
+        expected = (409, "CommitFailedException") if operation == "create-transaction" else (
+            503, "ServiceUnavailableException")
+        assert (status, answer["error"]["type"]) == expected, answer
+        assert (await faulty.request("GET", f"/namespaces/ns/{kind}/{name}"))[0] == 404
+        assert files_under(location) == ({urlsplit(registered).path} if registered else set())
+        return
+    if mode == "reply-lost-db-down":
+        assert status == 500 and answer["error"]["type"] == "CommitStateUnknownException", answer
+        faults.heal()
+    else:
+        assert status == 200, answer
+    loaded = await faulty.load(kind, name)
+    if mode == "reply-lost":
+        assert loaded["metadata-location"] == answer["metadata-location"]
+    if registered:
+        assert loaded["metadata-location"] == registered
+    assert files_under(location) == {urlsplit(loaded["metadata-location"]).path}
+
+
+async def test_create_cancelled_by_max_request_time_after_it_landed_is_a_success(faulty, faults):
+    faults.arm("reply-late")
+    status, body = await faulty.request("POST", "/namespaces/ns/tables", {"name": "late-create", "schema": SCHEMA})
+    assert faults.fired == ["reply-late"]
+    assert status == 200, body
+    loaded = await faulty.load("tables", "late-create")
+    assert loaded["metadata-location"] == body["metadata-location"]
+    assert Path(urlsplit(body["metadata-location"]).path).is_file()
+
+
+async def test_stage_create_with_an_unknown_commit_outcome_can_be_retried_and_completed(faulty, faults):
+    """stage-create (Spark CTAS, DuckDB) writes no file, only a staged row. A COMMIT that never
+    reached the database is a 503 the client may retry; a retry whose reply is lost is a
+    success, and the create transaction's commit then completes the table it staged."""
+    stage = {"name": "staged", "schema": SCHEMA, "stage-create": True}
+    faults.arm("commit-lost")
+    status, body = await faulty.request("POST", "/namespaces/ns/tables", stage)
+    assert status == 503 and body["error"]["type"] == "ServiceUnavailableException", body
+    faults.arm("reply-lost")
+    status, body = await faulty.request("POST", "/namespaces/ns/tables", stage)
+    assert faults.fired == ["commit-lost", "reply-lost"]
+    assert status == 200 and body["metadata-location"] is None, body
+    staged = body["metadata"]
+    status, body = await faulty.request(
+        "POST", "/namespaces/ns/tables/staged", create_transaction(staged["location"], staged["table-uuid"])
+    )
+    assert status == 200, body
+    loaded = await faulty.load("tables", "staged")
+    assert loaded["metadata"]["table-uuid"] == staged["table-uuid"]
+    assert files_under(staged["location"]) == {urlsplit(loaded["metadata-location"]).path}
 
 
 # ---------------------------------------------------------------- atomic transactions (shared server)

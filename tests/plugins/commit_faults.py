@@ -1,10 +1,11 @@
-"""Test-only plugin: faults at the database COMMIT of a table or view commit.
+"""Test-only plugin: faults at the database COMMIT of a table or view commit, create or register.
 
 A connection that drops while the COMMIT is in flight, or a reply that comes too late for
 ``MAX_REQUEST_TIME``, cannot be produced on demand against a real database. This plugin makes
 them happen at exactly that point: through the ordinary ``lakekeeper_startup`` hook it wraps the
 store's ``transaction()`` (there is no fault seam in the host), and when armed, the next
-transaction that points a tabular at a new metadata file (the statements carry ``:md``) fails
+transaction that points a tabular at a new metadata file -- an UPDATE, or the INSERT of a
+create (the statements carry ``:md``; a staged row's too) -- fails
 in one of these ways -- everything else, the database included, is real:
 
 - ``reply-lost``: the COMMIT is carried out, then its reply is "lost" (ConnectionResetError);
