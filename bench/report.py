@@ -31,6 +31,7 @@ TARGETS = (
     ("rss_idle_mb", "<=", 150, "server RSS idle <= 150 MB"),
     ("rss_load_mb", "<=", 300, "server RSS under read-tree load <= 300 MB"),
     ("startup_s", "<=", 3.0, "start to healthy <= 3 s"),
+    ("startup_embedded_s", "<=", 3.0, "embedded default: `lakekeeper serve` in an empty directory healthy <= 3 s"),
 )
 
 
@@ -179,7 +180,11 @@ def summarize(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "vs_lakana_load_table": _ratio(ours_load, _throughput(result, "load_table", "lakana")),
         # context for the ratios above
         "load_table_rps": ours_load,
+        "startup_embedded_s": _get(result, "server", "startup_embedded_first_s"),
         "load_table_vs_db_floor": _ratio(ours_load, _throughput(result, "load_table", "db_floor")),
+        # what a second worker can add on this machine at all: the web-stack floor's own scaling
+        "floor_workers2_vs_1": _ratio(_throughput(result, "load_table", "floor_workers_2"),
+                                      _throughput(result, "load_table", "floor_workers_1")),
         "load_table_workers2_vs_web_floor2": _ratio(_throughput(result, "load_table", "ours_workers_2"),
                                                      _throughput(result, "load_table", "floor_workers_2")),
         "commit_largest_vs_smallest_metadata": _curve_ratio(snapshot_points, "append_commit"),
@@ -403,7 +408,7 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
         met = {True: "yes", False: "**no**", None: "not measured"}[target["met"]]
         lines.append(f"| `{key}` — {target['what']} | {_fmt(target['value'], 3)} | {target['target']} | {met} |")
     for key in ("vs_lakana_load_table", "load_table_vs_db_floor", "commit_largest_vs_smallest_metadata",
-                "load_table_workers2_vs_web_floor2",
+                "load_table_workers2_vs_web_floor2", "floor_workers2_vs_1",
                 "load_table_rps", "snapshots_max", "list_tables_max"):
         lines.append(f"| `{key}` | {_fmt(summary.get(key), 3)} | (context) | |")
     lines += ["", "Ratios are ours divided by theirs (throughput), or large over small (latency curves).", ""]
@@ -517,6 +522,9 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
     lines += ["## Server process", "",
               f"- start to healthy: {_fmt(server.get('startup_s'), 3)} s (restart on a migrated database); "
               f"first start with migrations {_fmt(server.get('startup_first_s'), 3)} s",
+              *([f"- embedded default (the README's quickstart, SQLite): first start in an empty directory "
+                 f"{_fmt(server.get('startup_embedded_first_s'), 3)} s, restart "
+                 f"{_fmt(server.get('startup_embedded_s'), 3)} s"] if "startup_embedded_s" in server else []),
               f"- RSS idle {_fmt(server.get('rss_idle_mb'), 1)} MiB; peak under read-tree load "
               f"{_fmt(server.get('rss_load_mb'), 1)} MiB; "
               f"after all workloads {_fmt(server.get('rss_after_workloads_mb'), 1)}"
