@@ -6,12 +6,9 @@ else that goes wrong is a failure.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import json
-import multiprocessing
 import os
-import shutil
 import socket
 import threading
 import urllib.error
@@ -20,7 +17,6 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import asyncpg
@@ -33,7 +29,7 @@ from botocore.exceptions import ClientError
 from hvac.exceptions import Forbidden
 
 from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
-from lakekeeper_host.spark import build_spark_session, spark_snippet
+from lakekeeper_host.spark import spark_snippet
 from lakekeeper_host.testing.services import (
     PG_URL_ENV,
     BinaryNotFound,
@@ -337,48 +333,9 @@ async def test_kafka_produce_consume_and_restart() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Spark (each session in a fresh interpreter: Spark fixes its jars when its JVM starts, so a
-# session here must not leak into, or inherit from, other tests' sessions)
-
-
-def _spark_round_trip(warehouse: str, s3: dict[str, str] | None) -> list[tuple[int, str]]:
-    spark = build_spark_session(None, warehouse, catalog_name="local", catalog_type="hadoop", s3=s3)
-    try:
-        spark.sql("CREATE TABLE local.db.t (id bigint, name string) USING iceberg")
-        spark.sql("INSERT INTO local.db.t VALUES (1, 'a'), (2, 'b')")
-        return [(row.id, row.name) for row in spark.sql("SELECT id, name FROM local.db.t ORDER BY id").collect()]
-    finally:
-        spark.stop()
-
-
-def _in_fresh_interpreter(function: Any, *args: Any) -> Any:
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(function, *args).result(timeout=240)
-
-
-@pytest.fixture
-def java() -> None:
-    if shutil.which("java") is None:
-        pytest.skip("java (17) is not installed: apt-get install openjdk-17-jre-headless")
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-def test_spark_hadoop_catalog_round_trip(java: None, tmp_path: Path) -> None:
-    warehouse = tmp_path / "warehouse"
-    assert _in_fresh_interpreter(_spark_round_trip, f"file://{warehouse}", None) == [(1, "a"), (2, "b")]
-    assert list(warehouse.glob("db/t/metadata/v*.metadata.json"))
-
-
-@pytest.mark.spark
-@pytest.mark.s3
-@pytest.mark.slow
-def test_spark_s3a_on_seaweed(java: None, seaweed: SeaweedS3) -> None:
-    s3 = {"endpoint": seaweed.endpoint, "access_key": seaweed.access_key, "secret_key": seaweed.secret_key}
-    rows = _in_fresh_interpreter(_spark_round_trip, f"s3a://{BUCKET}/spark", s3)
-    assert rows == [(1, "a"), (2, "b")]
-    listing = seaweed.client().list_objects_v2(Bucket=BUCKET, Prefix="spark/db/t/metadata/")
-    assert any(item["Key"].endswith(".metadata.json") for item in listing.get("Contents", []))
+# Spark: no JVM of its own here. The run's shared session (tests/conftest.py ``spark``) proves the
+# jars and Iceberg on every test of tests/spark/, and s3a against SeaweedFS in
+# plugins/storage-s3/tests/test_clients.py::test_spark_writes_and_reads_an_s3a_table_through_the_catalog.
 
 
 def test_spark_snippet_is_valid_python_for_the_catalog() -> None:

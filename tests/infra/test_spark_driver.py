@@ -78,14 +78,13 @@ def test_no_java_at_all_is_a_clear_error(monkeypatch, tmp_path):
 @pytest.mark.spark
 @pytest.mark.slow
 def test_spark_starts_on_java_17_when_another_java_comes_first(tmp_path):
-    """A fresh interpreter (Spark reads JAVA_HOME once per JVM), with the other JDK first on the PATH."""
+    """A fresh interpreter (Spark reads JAVA_HOME once per JVM), with the other JDK first on the PATH:
+    the session's JVM is Java 17. (The session is not used further: that Spark and Iceberg work on
+    this JVM is what every test on the shared session shows.)"""
     other = other_java_home()
     script = textwrap.dedent(f"""
         from lakekeeper_host.spark import build_spark_session
         spark = build_spark_session(None, {str(tmp_path)!r}, catalog_name="local", catalog_type="hadoop")
-        spark.sql("CREATE TABLE local.db.t (id int) USING iceberg")
-        spark.sql("INSERT INTO local.db.t VALUES (1), (2)")
-        print("rows", spark.table("local.db.t").count())
         print("java", spark.sparkContext._jvm.java.lang.System.getProperty("java.specification.version"))
         spark.stop()
     """)
@@ -93,7 +92,7 @@ def test_spark_starts_on_java_17_when_another_java_comes_first(tmp_path):
     env["PATH"] = f"{other}/bin{os.pathsep}{env['PATH']}"
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "rows 2" in done.stdout and "java 17" in done.stdout
+    assert "java 17" in done.stdout.splitlines()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -47,7 +47,8 @@ def make_server(request, backend, tmp_path) -> Callable[..., CatalogServer]:
 
 
 class StandaloneCluster:
-    """``spark-class org.apache.spark.deploy.master.Master`` and one ``Worker``, loopback only."""
+    """``spark-class org.apache.spark.deploy.master.Master`` and one ``Worker`` (1 core, 512 MiB: room
+    for one executor of Spark's smallest allowed size), loopback only."""
 
     def __init__(self, work_dir: Path):
         import pyspark
@@ -60,8 +61,10 @@ class StandaloneCluster:
         self.processes: list[subprocess.Popen] = []
 
     def _start(self, args: list[str], log: Path) -> None:
+        # small daemons: C1 JIT only, little heap (they only hand out one executor)
         env = {**os.environ, "SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
-               "SPARK_DAEMON_MEMORY": "256m", "SPARK_WORKER_DIR": str(self.work_dir / "work")}  # fmt: skip
+               "SPARK_DAEMON_MEMORY": "256m", "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",
+               "SPARK_WORKER_DIR": str(self.work_dir / "work")}  # fmt: skip
         with open(log, "ab") as out:
             self.processes.append(
                 subprocess.Popen([str(self.spark_home / "bin" / "spark-class"), *args], env=env, stdout=out,
@@ -84,8 +87,8 @@ class StandaloneCluster:
                      "--webui-port", str(free_port())], self.master_log)  # fmt: skip
         self._wait_for_log(self.master_log, "I have been elected leader")
         self._start(["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1",
-                     "--port", str(self.worker_port), "--webui-port", str(free_port()), "--cores", "2",
-                     "--memory", "1g", "--work-dir", str(self.work_dir / "work")], self.worker_log)  # fmt: skip
+                     "--port", str(self.worker_port), "--webui-port", str(free_port()), "--cores", "1",
+                     "--memory", "512m", "--work-dir", str(self.work_dir / "work")], self.worker_log)  # fmt: skip
         self._wait_for_log(self.master_log, "Registering worker")
         return self
 

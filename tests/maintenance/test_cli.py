@@ -1,19 +1,16 @@
-"""``lakekeeper maintain``: direct Spark runs on a standalone cluster, and one-line errors.
+"""``lakekeeper maintain``: what a direct run maintains, and one-line errors.
 
-(Through the server, the command is exercised in test_maintenance_run.py.)"""
+(Through the server, the command is exercised in test_maintenance_run.py; a direct run on Spark in
+plugins/storage-s3/tests/test_maintenance_s3.py, over a whole S3 warehouse with a nested namespace.)"""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import uuid
 
-import pytest
-from pyiceberg.catalog.rest import RestCatalog
-
-from lakekeeper_host.testing.server import create_file_warehouse, free_port
-from tests.maintenance.helpers import data_file_count, small_files_table, sorted_rows
+from lakekeeper_host.spark_maintenance import CatalogAccess, list_tables
+from lakekeeper_host.testing.server import free_port
+from tests.maintenance.helpers import SCHEMA
 
 
 def maintain(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -21,39 +18,17 @@ def maintain(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)  # fmt: skip
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_maintain_runs_on_a_spark_standalone_cluster(sqlite_server, spark_cluster, tmp_path):
-    """Runs against a Spark standalone master + worker started by the test (``spark-class`` from the
-    pyspark package, loopback ports); the CLI process is the driver, the worker runs the executor.
-    Every table of the warehouse is maintained, nested namespaces included."""
-    name = f"wh-{uuid.uuid4().hex[:8]}"
-    create_file_warehouse(sqlite_server.url, name, str(tmp_path / name))
-    catalog = RestCatalog("test", uri=sqlite_server.catalog_url, warehouse=name)
-    catalog.create_namespace("ns")
-    flat = small_files_table(catalog, "ns.flat", snapshots=10, files=16)
-    nested = small_files_table(catalog, "ns.deep.nested", snapshots=6, files=10)
-    rows = {"ns.flat": sorted_rows(flat), "ns.deep.nested": sorted_rows(nested)}
+def test_a_direct_run_without_tables_takes_every_table_of_the_warehouse_at_any_depth(server, warehouse, catalog):
+    """``maintain --catalog-uri`` without ``--table``: the tables the job lists through the catalog
+    (no Spark needed to see which), at every depth."""
+    for namespace in ("ns", "ns.deep", "ns.deep.deeper", "empty", "other"):
+        catalog.create_namespace(namespace)
+    for identifier in ("ns.flat", "ns.deep.nested", "ns.deep.deeper.deepest", "other.t"):
+        catalog.create_table(identifier, SCHEMA)
 
-    result = maintain(
-        "--catalog-uri", sqlite_server.catalog_url, "--warehouse", name, "--master", spark_cluster.master_url,
-        "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2",
-        "--policy", json.dumps({"expire-snapshots": {"older-than": "PT0S", "retain-last": 1},
-                                "rewrite-data-files": {"min-input-files": 2}}), "--json",
-        timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    outcomes = {outcome["table"]: outcome for outcome in json.loads(result.stdout)}
-    assert sorted(outcomes) == ["ns.deep.nested", "ns.flat"]
-    for table_name, files_before in (("ns.flat", 16), ("ns.deep.nested", 10)):
-        figures = outcomes[table_name]["figures"]
-        table = catalog.load_table(table_name)
-        assert len(table.metadata.snapshots) == 1 == figures["snapshots-after"]
-        assert data_file_count(table) == figures["data-files-after"] < files_before
-        assert figures["data-files-rewritten"] == files_before
-        assert sorted_rows(table) == rows[table_name]
-    # the executors ran on the cluster's worker, not in the driver
-    assert "Asked to launch executor app-" in spark_cluster.worker_log.read_text(errors="replace")
+    listed = list_tables(CatalogAccess(uri=server.catalog_url, warehouse=warehouse["name"]))
+
+    assert listed == [("ns", "deep", "deeper", "deepest"), ("ns", "deep", "nested"), ("ns", "flat"), ("other", "t")]
 
 
 def test_unknown_warehouse_is_one_line_and_exit_code_1(server):
