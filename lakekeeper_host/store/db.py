@@ -231,8 +231,18 @@ class _PostgresPool:
     async def connect(self) -> None:
         await self.database.connect()
 
-    async def disconnect(self) -> None:
-        await self.database.disconnect()
+    async def disconnect(self, timeout: float = 5.0) -> None:
+        """Close the pool; connections a cancelled task never gave back would make asyncpg wait
+        for ever, so after ``timeout`` they are terminated (shutdown must not hang)."""
+        pool = getattr(self.database._backend, "_pool", None)
+        try:
+            await asyncio.wait_for(self.database.disconnect(), timeout)
+        except TimeoutError:
+            in_use = pool.get_size() - pool.get_idle_size() if pool is not None else "?"
+            log.warning("database pool not closed after %ss (%s connection(s) still in use): terminating it",
+                        timeout, in_use)
+            if pool is not None:
+                pool.terminate()
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
