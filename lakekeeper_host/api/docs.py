@@ -1,17 +1,23 @@
 """``/swagger-ui`` and the OpenAPI documents of the catalog and management APIs.
 
 The documents are generated from the routes the server actually mounts (path, methods, and the
-first docstring line of each view), so they never drift from what is served. Swagger UI's assets
-come from the ``swagger-ui-bundle`` package: no network needed.
+first docstring line of each view), so they never drift from what is served. What a URL rule
+cannot say (query parameters, headers, success statuses) comes from the small tables below, kept
+next to the handlers' reads; ``tests/host/test_openapi.py`` compares them with the handlers'
+source. Swagger UI's assets come from the ``swagger-ui-bundle`` package: no network needed.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
+from typing import Any
 
 from quart import Blueprint, current_app, send_from_directory
 
 from lakekeeper_host import __version__
+from lakekeeper_host.api import idempotency as idempotency_api
+from lakekeeper_host.api import reads
 from lakekeeper_host.api.common import json_response, state
 from lakekeeper_host.errors import not_found
 
@@ -22,7 +28,6 @@ DOCUMENTS = {
     "management": ("/management/", "Lakekeeper Management API"),
 }
 _PARAM = re.compile(r"<(?:[a-z]+:)?([a-zA-Z_]+)>")
-
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>Lakekeeper API</title>
 <link rel="stylesheet" href="/swagger-ui/assets/swagger-ui.css"></head>
@@ -37,37 +42,268 @@ window.ui = SwaggerUIBundle({
   layout: "StandaloneLayout"});
 </script></body></html>"""
 
+# ---------------------------------------------------------------- what every failure answers
+
+_ERROR_REF = {"$ref": "#/components/responses/IcebergErrorResponse"}
+COMPONENTS: dict[str, Any] = {
+    "schemas": {
+        "ErrorModel": {
+            "type": "object",
+            "description": "What went wrong; `type` names the error class clients dispatch on.",
+            "required": ["message", "type", "code"],
+            "properties": {
+                "message": {"type": "string", "description": "Human-readable explanation"},
+                "type": {"type": "string", "description": "Error class, e.g. NoSuchTableException"},
+                "code": {"type": "integer", "minimum": 400, "maximum": 599, "description": "The HTTP status"},
+            },
+        },
+        "IcebergErrorResponse": {
+            "type": "object",
+            "description": "The body of every 4xx and 5xx answer.",
+            "required": ["error"],
+            "properties": {"error": {"$ref": "#/components/schemas/ErrorModel"}},
+        },
+    },
+    "responses": {
+        "IcebergErrorResponse": {
+            "description": "Error (see ErrorModel)",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IcebergErrorResponse"}}},
+        },
+    },
+}
+
+
+# ---------------------------------------------------------------- parameters the handlers read
+
+def _query(name: str, schema: dict[str, Any], description: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description, **extra}
+
+
+def _header(name: str, description: str, **schema: Any) -> dict[str, Any]:
+    return {"name": name, "in": "header", "required": False, "schema": {"type": "string", **schema},
+            "description": description}
+
+
+_BOOL = {"type": "boolean", "default": False}
+_LIST_OF_STRINGS = {"type": "array", "items": {"type": "string"}}
+PARAMETERS: dict[str, dict[str, Any]] = {
+    "pageToken": _query("pageToken", {"type": "string"}, "Continue a listing: the previous page's next-page-token"),
+    "pageSize": _query("pageSize", {"type": "integer", "minimum": 1},
+                       "Entries per page (default PAGINATION_SIZE_DEFAULT, capped at PAGINATION_SIZE_MAX)"),
+    "page_token": _query("page_token", {"type": "string"}, "Older spelling of pageToken", deprecated=True),
+    "page_size": _query("page_size", {"type": "integer", "minimum": 1}, "Older spelling of pageSize",
+                        deprecated=True),
+    "warehouse": _query("warehouse", {"type": "string"},
+                        "Warehouse name (in the x-project-id project); the answer then carries its prefix"),
+    "parent": _query("parent", {"type": "string"},
+                     "List the children of this namespace (levels joined by the unit separator %1F)"),
+    "returnUuids": _query("returnUuids", _BOOL, "Also return the id of every entry"),
+    "returnProtectionStatus": _query("returnProtectionStatus", _BOOL,
+                                     "Also return whether each entry is protected from deletion"),
+    "returnUuid": _query("returnUuid", _BOOL, "Also return the namespace id"),
+    "snapshots": _query("snapshots", {"type": "string", "enum": ["all", "refs"], "default": "all"},
+                        "`refs`: only the snapshots a branch or tag references"),
+    "recursive": _query("recursive", _BOOL, "Drop everything below the namespace too"),
+    "purge": _query("purge", _BOOL, "With recursive: also delete the data files of the dropped tables and views"),
+    "purgeRequested": _query("purgeRequested", {"type": "boolean", "default": True},
+                             "Delete the data files too (every table here is managed, so this defaults to true)"),
+    "force": _query("force", _BOOL, "Proceed although the entity is protected (and skip soft deletion)"),
+    "name": _query("name", {"type": "string"}, "Only users whose name contains this text"),
+    "projectId": _query("projectId", {"type": "string"}, "Project to list in (default: x-project-id)"),
+    "roleIds": _query("roleIds", _LIST_OF_STRINGS, "Only these roles (repeated or comma-separated)"),
+    "sourceIds": _query("sourceIds", _LIST_OF_STRINGS, "Only roles with these source-system ids"),
+    "providerIds": _query("providerIds", _LIST_OF_STRINGS, "Only roles from these providers"),
+    "memberType": _query("type", {"type": "string", "enum": ["user", "role"]}, "Only members of this kind"),
+    "warehouseStatus": _query("warehouseStatus", {"type": "array", "items": {"type": "string",
+                              "enum": ["active", "inactive"]}}, "Statuses to include (default: active)"),
+    "namespaceId": _query("namespaceId", {"type": "string"}, "Only entries directly in this namespace"),
+    "reportType": _query("type", {"type": "string", "enum": ["scan", "commit"]}, "Only reports of this kind"),
+    "snapshotId": _query("snapshot-id", {"type": "integer"}, "Only reports about this snapshot"),
+    "createdAfter": _query("created-after", {"type": "string", "format": "date-time"},
+                           "Only reports received after this instant"),
+    "createdBefore": _query("created-before", {"type": "string", "format": "date-time"},
+                            "Only reports received before this instant"),
+    "numAttempts": _query("numAttempts", {"type": "integer", "minimum": 0}, "How many past attempts to include"),
+    # headers
+    "projectIdHeader": _header("x-project-id", "Project to act in (default: the server's default project)"),
+    "accessDelegation": _header(
+        "X-Iceberg-Access-Delegation",
+        "How the client wants to reach the data: comma-separated vended-credentials, remote-signing",
+    ),
+    "ifNoneMatch": _header("If-None-Match", "ETag of a copy the client holds: 304 when it is still current"),
+    "idempotencyKey": _header(
+        "Idempotency-Key", "Retry-safe key: a repeated request replays the first outcome", format="uuid"
+    ),
+}
+
+PATH_PARAMETERS = {
+    "prefix": "Warehouse id: the prefix GET /catalog/v1/config?warehouse=<name> answers",
+    "namespace": "Namespace, levels joined by %1F (unit separator), percent-encoded",
+    "table": "Table name, percent-encoded",
+    "view": "View name, percent-encoded",
+}
+_PAGING = ("pageToken", "pageSize")
+_LISTING = (*_PAGING, "returnUuids", "returnProtectionStatus")
+# the query parameters each endpoint's handler reads (the HEAD of a read route reads none)
+QUERY: dict[str, tuple[str, ...]] = {
+    "catalog.get_config": ("warehouse",),
+    "catalog.list_namespaces": ("parent", *_LISTING),
+    "catalog.load_namespace": ("returnUuid",),
+    "catalog.drop_namespace": ("recursive", "force", "purge"),
+    "catalog.list_tables": _LISTING,
+    "catalog.load_table": ("snapshots",),
+    "catalog.drop_table": ("purgeRequested", "force"),
+    "views.list_views": _LISTING,
+    "views.drop_view": ("purgeRequested", "force"),
+    "management_users.list_users": ("name", *_PAGING),
+    "management_users.get_user_roles": _PAGING,
+    "management_users.get_user_roles_transitive": _PAGING,
+    "management_users.list_roles": (*_PAGING, "roleIds", "sourceIds", "providerIds", "projectId"),
+    "management_users.list_role_members": (*_PAGING, "memberType"),
+    "management_users.list_role_members_transitive": (*_PAGING, "memberType"),
+    "management_users.list_member_of": _PAGING,
+    "management_users.list_member_of_transitive": _PAGING,
+    "management_warehouses.list_warehouses": ("warehouseStatus", "projectId"),
+    "management_warehouses.delete_warehouse": ("force",),
+    "management_warehouses.warehouse_statistics": (*_PAGING, "page_token", "page_size"),
+    "management_warehouses.list_deleted_tabulars": ("namespaceId", *_PAGING),
+    "metrics_reports.list_table_metrics": ("reportType", "snapshotId", "createdAfter", "createdBefore", *_PAGING),
+    "management_tasks.get_task": ("numAttempts",),
+    "management_tasks.get_project_task": ("numAttempts",),
+}
+# handlers that read X-Iceberg-Access-Delegation (they vend credentials or sign for the table)
+ACCESS_DELEGATION = frozenset({
+    "catalog.create_table", "catalog.register_table", "catalog.load_table", "catalog.commit_table",
+    "views.create_view", "views.load_view", "views.replace_view", "views.register_view",
+    "credentials.load_credentials", "scan_planning.plan_table_scan",
+})
+CONDITIONAL = frozenset({"catalog.load_table"})  # reads If-None-Match
+
+# success statuses other than a plain 200 (the HEAD of a read route answers 204)
+SUCCESS: dict[str, tuple[int, ...]] = {
+    "catalog.load_table": (200, 304),
+    **dict.fromkeys((
+        "catalog.drop_namespace", "catalog.drop_table", "catalog.rename_table", "catalog.report_metrics",
+        "catalog.commit_transaction", "views.drop_view", "views.rename_view", "scan_planning.cancel_planning",
+        "management.bootstrap", "management.delete_project", "management.delete_project_by_id",
+        "management_maintenance.delete_table_maintenance", "management_tasks.set_queue_config",
+        "management_tasks.control_tasks", "management_tasks.set_project_queue_config",
+        "management_tasks.control_project_tasks", "management_users.delete_user", "management_users.delete_role",
+        "management_users.remove_role_member", "management_warehouses.delete_warehouse",
+        "management_warehouses.deactivate_warehouse", "management_warehouses.activate_warehouse",
+        "management_warehouses.undrop_tabulars",
+    ), (204,)),
+    **dict.fromkeys(("management.create_project", "management_users.create_role",
+                     "management_warehouses.create_warehouse"), (201,)),
+    "management_users.create_user": (201, 200),  # 200: the user existed already
+    **dict.fromkeys(("management_maintenance.run_table_maintenance",
+                     "management_maintenance.run_warehouse_maintenance"), (202,)),
+}
+_STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
+                304: "Not Modified: the If-None-Match ETag is still current"}
+
+
+def _ref(key: str) -> dict[str, str]:
+    return {"$ref": f"#/components/parameters/{key}"}
+
+
+def _idempotent(view: Any) -> bool:
+    """Wrapped by ``@idempotent`` (``api/idempotency.py``), so the route honours Idempotency-Key."""
+    return inspect.unwrap(view) is not view and view.__code__.co_filename == idempotency_api.__file__
+
+
+def _lane_head_routes() -> dict[str, str]:
+    """Quart rule -> operationId of the existence checks the read lane answers for HEAD."""
+    return {
+        route.rule: _camel(route.handler.__name__.removeprefix("load_") + "_exists")
+        for route in reads.ROUTES.values() if "HEAD" in route.methods
+    }
+
+
+def _camel(snake: str) -> str:
+    first, *rest = snake.split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
+def _operation(rule: Any, view: Any, method: str, head_id: str | None, operation_ids: set[str]) -> dict[str, Any]:
+    endpoint = rule.endpoint
+    doc = (view.__doc__ or "").strip().splitlines() if view and method != "head" else []
+    keys: list[dict[str, str]] = []
+    if method != "head":
+        keys += [_ref(key) for key in QUERY.get(endpoint, ())]
+        if endpoint in ACCESS_DELEGATION:
+            keys.append(_ref("accessDelegation"))
+        if endpoint in CONDITIONAL:
+            keys.append(_ref("ifNoneMatch"))
+        if view is not None and _idempotent(view):
+            keys.append(_ref("idempotencyKey"))
+    statuses = (204,) if method == "head" else SUCCESS.get(endpoint, (200,))
+    operation_id = head_id if method == "head" and head_id else _camel(endpoint.split(".", 1)[1])
+    unique, n = operation_id, 1
+    while unique in operation_ids:  # one handler on several paths (e.g. /project and /default-project)
+        n += 1
+        unique = f"{operation_id}{n}"
+    operation_ids.add(unique)
+    return {
+        "summary": doc[0] if doc else re.sub(r"([A-Z])", r" \1", operation_id).capitalize(),
+        "operationId": unique,
+        "tags": [endpoint.split(".")[0]],
+        "parameters": [
+            *({"name": name, "in": "path", "required": True, "schema": {"type": "string"},
+               **({"description": PATH_PARAMETERS[name]} if name in PATH_PARAMETERS else {})}
+              for name in _PARAM.findall(rule.rule)),
+            *keys,
+            _ref("projectIdHeader"),
+        ],
+        "responses": {
+            **{str(status): {"description": _STATUS_TEXT[status]} for status in statuses},
+            "4XX": _ERROR_REF,
+            "5XX": _ERROR_REF,
+        },
+    }
+
+
+def _used_parameters(paths: dict[str, dict]) -> dict[str, Any]:
+    used = {
+        parameter["$ref"].rsplit("/", 1)[1]
+        for operations in paths.values() for operation in operations.values()
+        for parameter in operation["parameters"] if "$ref" in parameter
+    }
+    return {key: value for key, value in PARAMETERS.items() if key in used}
+
+
+def build_openapi(prefix: str, title: str) -> dict:
+    head_ids = _lane_head_routes()
+    paths: dict[str, dict] = {}
+    operation_ids: set[str] = set()
+    for rule in sorted(current_app.url_map.iter_rules(), key=lambda r: r.rule):
+        if not rule.rule.startswith(prefix):
+            continue
+        view = current_app.view_functions.get(rule.endpoint)
+        # Quart adds HEAD to every GET route; only the read lane's existence checks mean it
+        methods = (rule.methods or set()) - {"OPTIONS", "HEAD"} or {"HEAD"}
+        if rule.rule in head_ids and "GET" in methods:
+            methods = methods | {"HEAD"}
+        path = _PARAM.sub(r"{\1}", rule.rule)
+        for method in sorted(m.lower() for m in methods):
+            paths.setdefault(path, {})[method] = _operation(
+                rule, view, method, head_ids.get(rule.rule), operation_ids
+            )
+    document: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": __version__},
+        "paths": {path: dict(sorted(ops.items())) for path, ops in sorted(paths.items())},
+        "components": {**COMPONENTS, "parameters": _used_parameters(paths)},
+    }
+    if state().extras.get("authenticator") is not None:
+        document["components"]["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+        document["security"] = [{"bearerAuth": []}]
+    return document
+
 
 def _require_enabled() -> None:
     if not state().settings.host.serve_swagger_ui:
         raise not_found("Swagger UI is disabled (LAKEKEEPER__SERVE_SWAGGER_UI=false)")
-
-
-def build_openapi(prefix: str, title: str) -> dict:
-    paths: dict[str, dict] = {}
-    for rule in current_app.url_map.iter_rules():
-        if not rule.rule.startswith(prefix):
-            continue
-        view = current_app.view_functions.get(rule.endpoint)
-        doc = (view.__doc__ or "").strip().splitlines() if view else []
-        path = _PARAM.sub(r"{\1}", rule.rule)
-        parameters = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-            for name in _PARAM.findall(rule.rule)
-        ]
-        for method in sorted((rule.methods or set()) - {"OPTIONS", "HEAD"} or {"HEAD"}):
-            paths.setdefault(path, {})[method.lower()] = {
-                "summary": doc[0] if doc else rule.endpoint,
-                "operationId": f"{rule.endpoint}.{method.lower()}",
-                "tags": [rule.endpoint.split(".")[0]],
-                "parameters": parameters,
-                "responses": {"default": {"description": "See the Iceberg REST / Lakekeeper specification"}},
-            }
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": title, "version": __version__},
-        "paths": dict(sorted(paths.items())),
-    }
 
 
 @blueprint.get("/api-docs/<name>/v1/openapi.json")

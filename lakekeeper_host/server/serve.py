@@ -25,6 +25,8 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     config.workers = settings.host.workers
     config.graceful_timeout = 10
     config.accesslog = None
+    # hypercorn's own lines through the root logger (JSON), not through a second, plain-text handler
+    config.errorlog = logging.getLogger("hypercorn.error")
     config.keep_alive_timeout = 75
     return config
 

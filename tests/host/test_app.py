@@ -6,6 +6,7 @@ import asyncio
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.app import create_app
@@ -216,11 +217,30 @@ def test_two_workers_on_postgres_share_one_port_and_report_pools(pg_url):
 @pytest.mark.postgres
 def test_pool_gauges_and_request_metrics(pg_url):
     env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url}
+    unknown_warehouse = "00000000-0000-0000-0000-00000000abcd"
     with CatalogServer(env) as server:
-        httpx.get(server.url + "/management/v1/info")
+        for _ in range(3):
+            httpx.get(server.url + "/management/v1/info")
+        # a read-lane route (answered below Quart): 404, the warehouse does not exist
+        assert httpx.get(f"{server.url}/catalog/v1/{unknown_warehouse}/namespaces").status_code == 404
         text = httpx.get(f"http://127.0.0.1:{server.metrics_port}/metrics").text
     assert 'lakekeeper_db_pool_connections{pool="write",state="open"}' in text
     assert 'lakekeeper_http_requests_total{endpoint="/management/v1/info",method="GET",status="200"}' in text
+
+    # the latency histogram, by method and endpoint (the route's rule, never the raw path)
+    families = text_string_to_metric_families(text)
+    (latency,) = [f for f in families if f.name == "lakekeeper_http_request_duration_seconds"]
+    assert latency.type == "histogram"
+    assert not [s for s in latency.samples if unknown_warehouse in s.labels.get("endpoint", "")]
+    for endpoint, requests in (("/management/v1/info", 3), ("/catalog/v1/<prefix>/namespaces", 1)):
+        samples = [s for s in latency.samples if s.labels.get("endpoint") == endpoint and s.labels["method"] == "GET"]
+        buckets = [(float(s.labels["le"]), s.value) for s in samples if s.name.endswith("_bucket")]
+        counts = [value for _, value in buckets]
+        assert len(buckets) > 5 and counts == sorted(counts)  # cumulative: never decreasing
+        assert buckets[-1] == (float("inf"), requests)
+        (count,) = [s.value for s in samples if s.name.endswith("_count")]
+        (total,) = [s.value for s in samples if s.name.endswith("_sum")]
+        assert count == requests and total > 0
 
 
 def test_store_cache_lookups_are_counted_in_the_metrics():

@@ -98,6 +98,14 @@ def test_healthcheck_against_nothing_fails_cleanly():
     assert result.returncode == 1 and "unreachable" in result.stderr
 
 
+def test_healthcheck_of_a_healthy_server_exits_zero(sqlite_server, tmp_path):
+    """Without --url it asks 127.0.0.1 on the configured LISTEN_PORT."""
+    env = {"LAKEKEEPER__LISTEN_PORT": str(sqlite_server.port), "LAKEKEEPER__DATA_DIR": str(tmp_path)}
+    result = run_cli("healthcheck", env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["status"] == "healthy"
+
+
 def test_readme_quickstart_serves_from_an_empty_directory(tmp_path):
     """The README's first command: the `lakekeeper` console script, no configuration, an empty
     directory. Only the ports are set, so the test cannot collide with other servers on the machine."""

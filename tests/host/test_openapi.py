@@ -1,0 +1,216 @@
+"""The OpenAPI documents behind ``/swagger-ui``: valid OpenAPI 3.1, complete, and true to the handlers."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import textwrap
+
+import httpx
+import jsonschema
+import pytest
+from openapi_spec_validator import OpenAPIV31SpecValidator, validate
+
+from lakekeeper_host.api import reads
+from lakekeeper_host.app import create_app
+from lakekeeper_host.config import load_settings
+from lakekeeper_host.plugins import make_plugin_manager
+
+PREFIXES = {"catalog": "/catalog/", "management": "/management/"}
+
+
+@pytest.fixture(scope="module")
+def documents(sqlite_server) -> dict[str, dict]:
+    """Both documents as the running server serves them."""
+    return {
+        name: httpx.get(f"{sqlite_server.url}/api-docs/{name}/v1/openapi.json", timeout=30).json()
+        for name in PREFIXES
+    }
+
+
+@pytest.fixture(scope="module")
+def url_map(tmp_path_factory):
+    """The routes a server mounts (an app built in-process; no lifespan needed to read its URL map)."""
+    settings = load_settings({"LAKEKEEPER__DATA_DIR": str(tmp_path_factory.mktemp("routes"))})
+    app = create_app(settings, make_plugin_manager())
+    return app.url_map, app.view_functions
+
+
+def deref(document: dict, node: dict) -> dict:
+    """Follow ``$ref`` (``#/components/...``) inside the document."""
+    while "$ref" in node:
+        target = document
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def operations(document: dict):
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            yield path, method, operation
+
+
+def openapi_path(rule: str) -> str:
+    return re.sub(r"<(?:[a-z]+:)?(\w+)>", r"{\1}", rule)
+
+
+@pytest.mark.parametrize("name", list(PREFIXES))
+def test_documents_are_valid_openapi_3_1(documents, name):
+    document = documents[name]
+    assert document["openapi"] == "3.1.0"
+    validate(document, cls=OpenAPIV31SpecValidator)
+
+
+@pytest.mark.parametrize("name", list(PREFIXES))
+def test_every_served_route_is_documented_and_nothing_else(documents, url_map, name):
+    rules, _ = url_map
+    served: set[tuple[str, str]] = set()
+    for rule in rules.iter_rules():
+        if rule.rule.startswith(PREFIXES[name]):
+            served |= {(openapi_path(rule.rule), m.lower()) for m in rule.methods - {"OPTIONS", "HEAD"}}
+    # HEAD is an operation of its own only where the read lane answers it (existence checks)
+    served |= {(openapi_path(r.rule), "head") for r in reads.ROUTES.values() if "HEAD" in r.methods
+               and r.rule.startswith(PREFIXES[name])}
+    documented = {(path, method) for path, method, _ in operations(documents[name])}
+    assert documented == served
+    ids = [operation["operationId"] for _, _, operation in operations(documents[name])]
+    assert len(ids) == len(set(ids))
+
+
+def test_every_operation_answers_errors_with_the_error_model(documents, sqlite_server):
+    for document in documents.values():
+        assert set(deref(document, document["components"]["schemas"]["ErrorModel"])["required"]) == {
+            "message", "type", "code"}
+        for path, method, operation in operations(document):
+            for status in ("4XX", "5XX"):
+                schema = deref(document, operation["responses"][status])["content"]["application/json"]["schema"]
+                assert deref(document, deref(document, schema)["properties"]["error"]) == \
+                    document["components"]["schemas"]["ErrorModel"], (path, method, status)
+
+    # what the server really answers on failure fits the documented schema, on both sides of the read lane
+    catalog = documents["catalog"]
+    validator = jsonschema.Draft202012Validator(
+        {"$ref": "#/components/schemas/IcebergErrorResponse", "components": catalog["components"]}
+    )
+    prefix = httpx.get(f"{sqlite_server.url}/catalog/v1/config", params={"warehouse": "demo"}).json()["defaults"][
+        "prefix"]
+    failures = [
+        httpx.get(f"{sqlite_server.url}/catalog/v1/{prefix}/namespaces", params={"pageSize": "many"}),  # read lane
+        httpx.get(f"{sqlite_server.url}/catalog/v1/{prefix}/namespaces/nowhere/tables/none"),  # read lane
+        httpx.delete(f"{sqlite_server.url}/catalog/v1/{prefix}/namespaces/nowhere"),  # Quart
+        httpx.get(f"{sqlite_server.url}/management/v1/warehouse/not-a-uuid"),
+    ]
+    assert [response.status_code for response in failures] == [400, 404, 404, 404]
+    for response in failures:
+        validator.validate(response.json())
+
+
+def test_catalog_operations_document_their_parameters_and_statuses(documents):
+    catalog = documents["catalog"]
+    by_id = {operation["operationId"]: operation for _, _, operation in operations(catalog)}
+
+    def parameters(operation_id: str) -> dict[tuple[str, str], dict]:
+        found = [deref(catalog, p) for p in by_id[operation_id]["parameters"]]
+        return {(p["in"], p["name"].lower()): p for p in found}
+
+    def statuses(operation_id: str) -> set[str]:
+        return set(by_id[operation_id]["responses"]) - {"4XX", "5XX"}
+
+    list_tables = parameters("listTables")
+    assert {("query", "pagetoken"), ("query", "pagesize"), ("query", "returnuuids")} <= set(list_tables)
+    assert list_tables[("query", "pagesize")]["schema"]["type"] == "integer"
+    assert ("query", "parent") in parameters("listNamespaces")
+    assert {("query", "recursive"), ("query", "force"), ("query", "purge")} <= set(parameters("dropNamespace"))
+    drop_table = parameters("dropTable")
+    assert drop_table[("query", "purgerequested")]["schema"]["default"] is True
+
+    load_table = parameters("loadTable")
+    assert {("query", "snapshots"), ("header", "x-iceberg-access-delegation"), ("header", "if-none-match")} <= set(
+        load_table)
+    assert statuses("loadTable") == {"200", "304"}
+    assert statuses("tableExists") == statuses("namespaceExists") == statuses("viewExists") == {"204"}
+    assert statuses("dropTable") == statuses("dropView") == statuses("renameTable") == {"204"}
+    assert ("header", "idempotency-key") in parameters("createTable")
+    assert ("header", "idempotency-key") not in parameters("loadTable")
+    for operation_id in by_id:
+        assert ("header", "x-project-id") in parameters(operation_id)
+
+
+# ---------------------------------------------------------------- the tables in api/docs.py vs the handlers
+
+_QUERY_READ = re.compile(r"(?:query_bool|query_int|_list_arg|args\.get|args\.getlist|\.flag|\.number)\(\s*\"([^\"]+)\"")
+_ACCESS_READ = re.compile(r"x-iceberg-access-delegation|ACCESS_DELEGATION_HEADER|req\.access\b")
+
+
+def handler_functions(view) -> list:
+    """The view and what it runs of its own: helpers of its module, and the read-lane handler it delegates to."""
+    todo, found = [inspect.unwrap(view)], []
+    while todo:
+        function = todo.pop()
+        if function in found:
+            continue
+        found.append(function)
+        module = inspect.getmodule(function)
+        source = inspect.getsource(function)
+        for name in re.findall(r"\b(\w+)\(", source):
+            helper = getattr(module, name, None)
+            if inspect.isfunction(helper) and helper.__module__ == module.__name__:
+                todo.append(helper)
+        todo += [getattr(reads, name) for name in re.findall(r"reads\.(\w+)", source)
+                 if inspect.isfunction(getattr(reads, name, None)) and name != "serve_in_quart"]
+    return found
+
+
+def success_statuses(function) -> set[int]:
+    """Statuses the function's ``json_response`` / ``empty`` / ``Reply`` calls can answer."""
+    codes: set[int] = set()
+
+    def literal(node) -> set[int]:
+        if isinstance(node, ast.IfExp):
+            return literal(node.body) | literal(node.orelse)
+        return {node.value} if isinstance(node, ast.Constant) and isinstance(node.value, int) else set()
+
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(function)))):
+        if isinstance(node, ast.Name) and node.id == "NO_CONTENT":
+            codes.add(204)
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast.unparse(node.func)
+        status = next((kw.value for kw in node.keywords if kw.arg == "status"), None)
+        if name == "json_response":
+            status = status or (node.args[1] if len(node.args) > 1 else None)
+            codes |= literal(status) if status is not None else {200}
+        elif name == "empty":
+            codes |= literal(node.args[0]) if node.args else {204}
+        elif name == "Reply":
+            codes |= literal(node.args[0])
+        elif name == "Reply.json":
+            codes.add(200)
+    return codes
+
+
+@pytest.mark.parametrize("name", list(PREFIXES))
+def test_documented_parameters_and_statuses_are_what_the_handlers_read_and_answer(documents, url_map, name):
+    document = documents[name]
+    rules, views = url_map
+    for rule in rules.iter_rules():
+        if not rule.rule.startswith(PREFIXES[name]):
+            continue
+        functions = handler_functions(views[rule.endpoint])
+        source = "\n".join(inspect.getsource(f) for f in functions)
+        documented = document["paths"][openapi_path(rule.rule)]
+        methods = [m.lower() for m in rule.methods - {"OPTIONS", "HEAD"}]
+        if "get" in methods and "head" in documented:
+            methods.append("head")
+        params = [deref(document, p) for m in methods for p in documented[m]["parameters"]]
+        query = {p["name"] for p in params if p["in"] == "query"}
+        headers = {p["name"].lower() for p in params if p["in"] == "header"}
+        responses = {int(s) for m in methods for s in documented[m]["responses"] if s.isdigit()}
+        where = f"{rule.endpoint} ({rule.rule})"
+        assert query == set(_QUERY_READ.findall(source)), where
+        assert ("x-iceberg-access-delegation" in headers) == bool(_ACCESS_READ.search(source)), where
+        assert ("if-none-match" in headers) == ("if-none-match" in source), where
+        assert responses == set().union(*map(success_statuses, functions)), where
