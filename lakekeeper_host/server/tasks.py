@@ -447,8 +447,16 @@ async def get_task(
         task_id = str(uuid.UUID(task_id))
     except ValueError:
         raise not_found(f"Task with id {task_id} not found", "TaskNotFound") from None
+    # the task row and its log are two reads: a worker finishing an attempt between them would show
+    # a finished attempt on a task still RUNNING. Reading the row again around the log makes it one
+    # state (an attempt's end changes the row and the log in one transaction).
     active = await task_store.get_task(state.store, task_id)
-    logs = await task_store.get_task_logs(state.store, task_id)
+    for _ in range(5):
+        logs = await task_store.get_task_logs(state.store, task_id)
+        again = await task_store.get_task(state.store, task_id)
+        if again == active:
+            break
+        active = again
     current: TaskRow | TaskLogRow | None = active
     attempts = logs
     if active is None:
