@@ -17,6 +17,7 @@ from attrs import define, field, frozen
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no_such_warehouse
 from lakekeeper_host.serde import kebab, structure_body
 from lakekeeper_host.server import events
+from lakekeeper_host.server.namespaces import validate_storage_layout
 from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import Storage, ValidationCheck, is_sublocation
@@ -245,6 +246,7 @@ async def _storage_checks(state: AppState, report: CheckReport, storage: Storage
 
 def _build_storage(state: AppState, profile_json: Any, credential_json: Any) -> tuple[Any, Storage]:
     profile = state.parse_profile(profile_json)
+    validate_storage_layout(profile_json.get("storage-layout"))
     credential = state.parse_credential(profile_json["type"], credential_json)
     return profile, state.build_storage(profile, credential)
 

@@ -216,3 +216,69 @@ def test_skip_storage_validation_creates_without_probing(make_server, tmp_path):
     created = httpx.post(f"{server.url}{MGMT}/warehouse", json=body, timeout=30)
     assert created.status_code == 201, created.text
     assert blocked.read_text() == "a file where the warehouse directory should be"  # nothing was written
+
+
+ONE_COLUMN = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+
+def _layout_warehouse(http, tmp_path_factory, layout: dict) -> tuple[str, str]:
+    root = str(tmp_path_factory.mktemp("layout"))
+    body = {
+        "warehouse-name": f"layout-{uuid.uuid4().hex[:8]}",
+        "storage-profile": {"type": "file", "root": root, "storage-layout": layout},
+    }
+    created = http.post(f"{MGMT}/warehouse", json=body)
+    assert created.status_code == 201, created.text
+    return created.json()["warehouse-id"], root
+
+
+def _namespace_and_table(http, warehouse_id: str) -> tuple[dict, dict]:
+    prefix = f"/catalog/v1/{warehouse_id}"
+    namespace = http.post(f"{prefix}/namespaces", json={"namespace": ["sales"]})
+    assert namespace.status_code == 200, namespace.text
+    loaded = http.get(f"{prefix}/namespaces/sales").json()["properties"]
+    table = http.post(f"{prefix}/namespaces/sales/tables", json={"name": "orders eu", "schema": ONE_COLUMN})
+    assert table.status_code == 200, table.text
+    return loaded, table.json()["metadata"]
+
+
+def test_tabular_only_layout_names_table_directories_by_template(http, tmp_path_factory):
+    warehouse_id, root = _layout_warehouse(
+        http, tmp_path_factory, {"type": "tabular-only", "tabular": "{name}-{uuid}"}
+    )
+    namespace, table = _namespace_and_table(http, warehouse_id)
+    assert namespace["location"].rstrip("/") == f"file://{root}"  # flat: namespaces get no directory
+    # the name is percent-encoded into the segment; file locations are kept as plain paths
+    assert table["location"] == f"file://{root}/orders eu-{table['table-uuid']}"
+
+
+def test_full_hierarchy_layout_nests_tables_under_their_namespace(http, tmp_path_factory):
+    warehouse_id, root = _layout_warehouse(
+        http, tmp_path_factory, {"type": "full-hierarchy", "namespace": "{name}", "tabular": "{uuid}"}
+    )
+    namespace, table = _namespace_and_table(http, warehouse_id)
+    assert namespace["location"] == f"file://{root}/sales/"
+    assert table["location"] == f"file://{root}/sales/{table['table-uuid']}"
+
+
+@pytest.mark.parametrize(
+    ("layout", "named"),
+    [
+        ({"type": "bogus"}, "'type' must be one of default, tabular-only, full-hierarchy"),
+        ({"type": "tabular-only", "tabular": "{name}"}, "storage-layout.tabular: the template must contain {uuid}"),
+        ({"type": "full-hierarchy", "namespace": "fixed"}, "storage-layout.namespace: the template must contain"),
+        ({"type": "tabular-only", "tabular": "a/{uuid}"}, "storage-layout.tabular: a non-empty path segment"),
+        ({"type": "default", "tabular": "{uuid}"}, "unknown field 'tabular' for type 'default'"),
+    ],
+)
+def test_unusable_storage_layouts_are_400_naming_the_field(http, tmp_path, layout, named):
+    body = {
+        "warehouse-name": f"layout-{uuid.uuid4().hex[:8]}",
+        "storage-profile": {"type": "file", "root": str(tmp_path), "storage-layout": layout},
+    }
+    refused = http.post(f"{MGMT}/warehouse", json=body)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["type"] == "InvalidStorageLayout"
+    assert named in refused.json()["error"]["message"]
+    assert refused.json()["error"]["message"].startswith("Invalid storage-profile.storage-layout")
+    assert body["warehouse-name"] not in names(http)
