@@ -74,9 +74,9 @@ def commit_state_unknown(message: str) -> CatalogError:
 
 
 def namespace_not_empty(namespace) -> CatalogError:
-    return CatalogError(
-        409, "NamespaceNotEmptyException", f"Namespace {'.'.join(namespace)} is not empty"
-    )
+    # Lakekeeper's type; Java maps a 409 on dropNamespace to NamespaceNotEmptyException by status,
+    # PyIceberg by finding "NamespaceNotEmpty" in the body
+    return CatalogError(409, "NamespaceNotEmpty", f"Namespace {'.'.join(namespace)} is not empty")
 
 
 def unauthorized(message: str = "Authentication required") -> CatalogError:

@@ -11,7 +11,7 @@ It may call it for every drop, or only when ``recursive=true`` and keep its own 
 path. ``drop_namespace`` enforces: reserved namespaces (400 ``ReservedNamespace``), protection
 (409 ``NamespaceProtected`` / ``ChildNamespaceProtected`` / ``ChildTabularProtected`` unless
 ``force``), non-recursive emptiness counting soft-deleted tabulars too (409
-``NamespaceNotEmptyException``), recursive drop on a soft-delete warehouse only with ``force``
+``NamespaceNotEmpty``), recursive drop on a soft-delete warehouse only with ``force``
 (400 ``NamespaceDeleteNotAllowed``), running expirations underneath (409
 ``NamespaceHasRunningTabularExpirations``). A recursive drop hard-deletes every child namespace
 and tabular in one transaction, cancels their open tasks, and with ``purge=true`` schedules
