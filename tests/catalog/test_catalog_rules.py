@@ -64,6 +64,21 @@ def test_config_needs_a_known_warehouse(http, warehouse):
     assert elsewhere.status_code == 404
 
 
+def test_config_takes_the_project_from_the_header_and_points_clients_back_at_us(http, server, tmp_path_factory):
+    from tests.management.helpers import new_file_warehouse
+
+    project = http.post("/management/v1/project", json={"project-name": "elsewhere"}).json()["project-id"]
+    warehouse = new_file_warehouse(server.url, tmp_path_factory, project_id=project)
+    by_header = http.get(
+        "/catalog/v1/config", params={"warehouse": warehouse["name"]}, headers={"x-project-id": project}
+    )
+    assert by_header.status_code == 200, by_header.text
+    assert by_header.json()["defaults"]["prefix"] == warehouse["id"]
+    assert by_header.json()["overrides"]["uri"].rstrip("/") == f"{server.url}/catalog"
+    # without the header the name is looked up in the default project, where it does not exist
+    assert http.get("/catalog/v1/config", params={"warehouse": warehouse["name"]}).status_code == 404
+
+
 def test_config_endpoints_name_head_and_view_routes(http, warehouse):
     endpoints = http.get("/catalog/v1/config", params={"warehouse": warehouse["name"]}).json()["endpoints"]
     for endpoint in (
@@ -229,3 +244,89 @@ def test_namespace_pages_are_stable_under_concurrent_creates(cat):
 
     namespaces = _pages(cat, "/namespaces", "namespaces", create_around_the_cursor)
     assert namespaces == [["b"], ["d"], ["e"], ["f"], ["h"]]
+
+
+# ---------------------------------------------------------------- metadata files
+
+
+def _metadata_files(location: str) -> list[str]:
+    return sorted(p.name for p in (Path(unquote(urlsplit(location).path)) / "metadata").iterdir())
+
+
+def _set_properties(cat, namespace: str, name: str, **properties: str):
+    return cat.post(
+        f"/namespaces/{namespace}/tables/{name}",
+        json={"updates": [{"action": "set-properties", "updates": properties}]},
+    )
+
+
+def test_metadata_codec_none_writes_plain_json_and_unknown_codecs_are_refused(cat):
+    cat.namespace("codec")
+    plain = cat.table("codec", "plain", properties={"write.metadata.compression-codec": "none"})
+    assert plain["metadata-location"].endswith(".metadata.json")
+    assert not plain["metadata-location"].endswith(".gz.metadata.json")
+    Path(unquote(urlsplit(plain["metadata-location"]).path)).read_bytes().decode()  # plain UTF-8 JSON
+
+    zipped = cat.table("codec", "zipped")  # Lakekeeper's default codec is gzip
+    assert zipped["metadata-location"].endswith(".gz.metadata.json")
+
+    refused = _set_properties(cat, "codec", "zipped", **{"write.metadata.compression-codec": "zstd"})
+    assert refused.status_code == 400
+    assert error(refused)["type"] == "UnsupportedCompressionCodec"
+    assert "zstd" in error(refused)["message"]
+    unchanged = cat.get("/namespaces/codec/tables/zipped").json()
+    assert unchanged["metadata-location"] == zipped["metadata-location"]
+    assert _metadata_files(zipped["metadata"]["location"]) == [zipped["metadata-location"].rsplit("/", 1)[-1]]
+
+
+@pytest.mark.parametrize(("delete_after_commit", "kept"), [("false", 4), ("true", 2)])
+def test_old_metadata_files_are_deleted_only_when_the_table_says_so(cat, delete_after_commit, kept):
+    cat.namespace("history")
+    properties = {
+        "write.metadata.previous-versions-max": "1",
+        "write.metadata.delete-after-commit.enabled": delete_after_commit,
+    }
+    created = cat.table("history", "t", properties=properties)
+    for i in range(3):
+        assert _set_properties(cat, "history", "t", step=str(i)).status_code == 200
+    loaded = cat.get("/namespaces/history/tables/t").json()
+    assert len(loaded["metadata"]["metadata-log"]) == 1  # the log is bounded either way
+    files = _metadata_files(created["metadata"]["location"])
+    assert len(files) == kept
+    assert loaded["metadata-location"].rsplit("/", 1)[-1] in files
+
+
+# ---------------------------------------------------------------- requirements
+
+
+def test_sort_order_and_ref_requirements_are_409_with_iceberg_messages(cat):
+    cat.namespace("req")
+    created = cat.table("req", "t")
+    sorted_by_id = {"order-id": 1, "fields": [
+        {"transform": "identity", "source-id": 1, "direction": "asc", "null-order": "nulls-first"}
+    ]}
+    changed = cat.post("/namespaces/req/tables/t", json={
+        "requirements": [{"type": "assert-default-sort-order-id", "default-sort-order-id": 0}],
+        "updates": [{"action": "add-sort-order", "sort-order": sorted_by_id},
+                    {"action": "set-default-sort-order", "sort-order-id": -1}],
+    })
+    assert changed.status_code == 200, changed.text
+
+    stale = cat.post("/namespaces/req/tables/t", json={
+        "requirements": [{"type": "assert-default-sort-order-id", "default-sort-order-id": 0}],
+        "updates": [{"action": "set-properties", "updates": {"x": "1"}}],
+    })
+    assert stale.status_code == 409
+    assert error(stale)["type"] == "CommitFailedException"
+    assert error(stale)["message"] == "Requirement failed: default sort order changed: expected id 0 != 1"
+
+    missing_ref = cat.post("/namespaces/req/tables/t", json={
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "audit", "snapshot-id": 42}],
+        "updates": [{"action": "set-properties", "updates": {"x": "1"}}],
+    })
+    assert missing_ref.status_code == 409
+    assert error(missing_ref)["message"] == "Requirement failed: branch or tag audit is missing, expected 42"
+    loaded = cat.get("/namespaces/req/tables/t").json()
+    assert "x" not in loaded["metadata"]["properties"]
+    assert loaded["metadata"]["default-sort-order-id"] == 1
+    assert loaded["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]

@@ -225,6 +225,25 @@ async def test_retries_exhausted_is_a_409_whose_message_reads_once(faulty, fault
     assert metadata_files(loaded["metadata"]) == referenced_files(created["metadata-location"], {})
 
 
+async def test_view_commit_that_always_loses_the_race_is_a_409_and_leaves_the_view_as_it_was(faulty, faults):
+    """The view path of the table test above: every compare-and-swap of a view commit loses, the
+    server retries against the latest metadata, gives up with 409, and no attempt's file remains."""
+    status, body = await faulty.request("POST", "/namespaces/ns/views", view_body("contended-view"))
+    assert status == 200, body
+    before = body["metadata-location"]
+    view_files = Path(urlsplit(body["metadata"]["location"]).path) / "metadata"
+    faults.arm("lose-race")
+    status, body = await faulty.request("POST", "/namespaces/ns/views/contended-view", {"updates": SET_COMMENT})
+    faults.disarm()
+    assert faults.fired == ["lose-race"] * 10  # every attempt raced
+    assert status == 409 and body["error"]["type"] == "CommitFailedException", body
+    assert body["error"]["message"].startswith("View ns.contended-view was changed concurrently")
+    loaded = await faulty.load("views", "contended-view")
+    assert loaded["metadata-location"] == before
+    assert "comment" not in loaded["metadata"]["properties"]
+    assert {p.name for p in view_files.iterdir()} == {Path(before).name}
+
+
 # ---------------------------------------------------------------- creates and registers with an unknown outcome
 
 

@@ -6,6 +6,8 @@ SeaweedFS (test_storage_seaweed.py); here we test what the host sees from the st
 
 from __future__ import annotations
 
+import time
+
 import boto3
 import pytest
 from moto import mock_aws
@@ -142,6 +144,17 @@ async def test_vended_credentials_config(aws):
     assert credential["prefix"] == "s3://unit-bucket/wh/table-1"
     assert credential["config"]["s3.session-token"] == config["s3.session-token"]
     assert "region" not in credential["config"]
+
+
+async def test_sts_token_validity_sets_the_lifetime_of_vended_credentials(aws):
+    for validity in (900, 7200):
+        storage = make_storage(**{"sts-token-validity-seconds": validity})
+        before_ms = int(time.time() * 1000)
+        result = await storage.table_config(request(storage, DataAccess.VENDED_CREDENTIALS))
+        lifetime_s = (result.expires_at_ms - before_ms) / 1000
+        # the expiry STS returns is whole seconds, so allow that rounding; the two lifetimes differ by 6300 s
+        assert validity - 2 <= lifetime_s <= validity + 1, (validity, lifetime_s)
+        assert int(result.config["s3.session-token-expires-at-ms"]) == result.expires_at_ms
 
 
 async def test_remote_signing_config():
