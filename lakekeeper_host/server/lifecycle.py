@@ -35,11 +35,12 @@ def check_backend_selection(settings: Settings, registry: Registry) -> None:
             settings.section(spec.config_cls)
     # LAKEKEEPER__TASK_<QUEUE>_WORKERS is read when the workers start (server/workers.py)
     settings.consumed.update(f"task_{spec.name}_workers" for spec in registry.unique(registry.task_queues))
-    from lakekeeper_host.server import maintenance, metrics_reports, scan_planning
+    from lakekeeper_host.server import maintenance, metrics_reports, scan_planning, tasks
 
     # catalog features with their own sections (LAKEKEEPER__METRICS_REPORTS__*, __SCAN_PLANNING__*,
-    # __TABLE_MAINTENANCE__*)
-    for section in (metrics_reports.Section, scan_planning.Section, maintenance.Section):
+    # __TABLE_MAINTENANCE__*) and the task runtime's (LAKEKEEPER__TASK_MAX_RETRIES,
+    # __ENDPOINT_STAT_FLUSH_INTERVAL), all read lazily later
+    for section in (metrics_reports.Section, scan_planning.Section, maintenance.Section, tasks.TaskRuntimeConfig):
         settings.section(section)
     settings.report_unknown()
 
@@ -116,7 +117,7 @@ async def startup_state(
     if store.change_feed_dsn and store.caches.lookups.enabled:
         from lakekeeper_host.store.changes import ChangeFeed
 
-        feed = ChangeFeed(store.change_feed_dsn, store.caches.lookups)
+        feed = ChangeFeed(store.change_feed_dsn, store.caches.lookups, ssl=store.connect_options.get("ssl"))
         await feed.start()
         state.extras["change_feed"] = feed
     if settings.embedded and settings.host.embedded_quickstart:

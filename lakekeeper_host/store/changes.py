@@ -28,8 +28,10 @@ APPLICATION_NAME = "lakekeeper-change-feed"  # how operators (and tests) find th
 
 
 class ChangeFeed:
-    def __init__(self, dsn: str, cache: LookupCache, *, check_interval: float = 5.0, retry_interval: float = 1.0):
+    def __init__(self, dsn: str, cache: LookupCache, *, check_interval: float = 5.0, retry_interval: float = 1.0,
+                 ssl: str | None = None):
         self.dsn = dsn
+        self.ssl = ssl  # PG_SSL_MODE, as the pools use it
         self.cache = cache
         self.check_interval = check_interval
         self.retry_interval = retry_interval
@@ -64,7 +66,8 @@ class ChangeFeed:
             connection = None
             try:
                 connection = await asyncpg.connect(
-                    self.dsn, timeout=10, server_settings={"application_name": APPLICATION_NAME}
+                    self.dsn, timeout=10, server_settings={"application_name": APPLICATION_NAME},
+                    **({"ssl": self.ssl} if self.ssl else {}),
                 )
                 self._lost.clear()
                 connection.add_termination_listener(self._on_lost)

@@ -19,12 +19,13 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
 
 import asyncpg
 import databases
 
 from lakekeeper_host.config import ConfigError, Settings
+from lakekeeper_host.errors import CatalogError
 from lakekeeper_host.store.cache import StoreCaches
 
 log = logging.getLogger(__name__)
@@ -219,14 +220,64 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
     back by the pool before this runs."""
 
 
+class PoolTimeout(CatalogError):
+    """No pooled connection became free within ``LAKEKEEPER__PG_ACQUIRE_TIMEOUT``: 503, retry later."""
+
+    def __init__(self, seconds: float):
+        super().__init__(
+            503, "DatabaseConnectionTimeout",
+            f"No database connection became free within {seconds:g} s (LAKEKEEPER__PG_ACQUIRE_TIMEOUT); "
+            "the server is overloaded, retry later",
+            headers={"Retry-After": "1"},
+        )
+
+
+SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
+
+
+def postgres_connect_options(ssl_mode: str | None, schema: str | None) -> dict[str, Any]:
+    """asyncpg connection options for ``PG_SSL_MODE`` (libpq's sslmode names) and ``PG_SCHEMA``
+    (the ``search_path`` of every connection; the migrations create the schema)."""
+    options: dict[str, Any] = {}
+    if ssl_mode:
+        if ssl_mode not in SSL_MODES:
+            raise ConfigError(f"LAKEKEEPER__PG_SSL_MODE: {ssl_mode!r} is not one of {', '.join(SSL_MODES)}")
+        options["ssl"] = ssl_mode
+    if schema:
+        if not _SCHEMA_NAME.match(schema):
+            raise ConfigError(f"LAKEKEEPER__PG_SCHEMA: {schema!r} is not a plain identifier (letters, digits, _)")
+        options["server_settings"] = {"search_path": schema}
+    return options
+
+
 class _PostgresPool:
     """A ``databases`` pool whose connections run the rewritten statements on asyncpg. Like
     ``databases`` itself, a task inside ``Store.transaction()`` keeps its connection for every
     query it makes on this pool, so its reads see its own writes."""
 
-    def __init__(self, url: str, max_size: int, caches: StoreCaches):
+    def __init__(self, url: str, max_size: int, caches: StoreCaches, *, acquire_timeout: float | None = None,
+                 connect_options: Mapping[str, Any] | None = None):
         self.caches = caches
-        self.database = databases.Database(url, min_size=1, max_size=max_size, reset=_keep_session)
+        self.acquire_timeout = acquire_timeout
+        self.database = databases.Database(
+            url, min_size=1, max_size=max_size, reset=_keep_session, **(connect_options or {})
+        )
+
+    @contextlib.asynccontextmanager
+    async def _acquired(self) -> AsyncIterator[Any]:
+        """``databases``' per-task connection, waiting at most ``acquire_timeout`` for the pool
+        (its enter undoes itself when cancelled, so the timeout leaves the pool consistent)."""
+        connection = self.database.connection()
+        try:
+            async with asyncio.timeout(self.acquire_timeout):
+                await connection.__aenter__()
+        except TimeoutError:
+            raise PoolTimeout(self.acquire_timeout) from None
+        try:
+            yield connection
+        finally:
+            await connection.__aexit__(None, None, None)
 
     async def connect(self) -> None:
         await self.database.connect()
@@ -246,13 +297,13 @@ class _PostgresPool:
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
-        async with self.database.connection() as connection:
+        async with self._acquired() as connection:
             yield connection.raw_connection
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[PostgresTransaction]:
         """A transaction; nested in the same task it is a savepoint on the same connection."""
-        async with self.database.connection() as connection:
+        async with self._acquired() as connection:
             tx = PostgresTransaction(connection.raw_connection, self.caches)
             opened = _open_transaction.set(tx)
             try:
@@ -278,15 +329,24 @@ class Store(Executor):
     """
 
     def __init__(self, write_url: str, read_url: str | None = None, *, pool: tuple[int, int] = (10, 5),
-                 caches: StoreCaches | None = None):
+                 caches: StoreCaches | None = None, acquire_timeout: float | None = None,
+                 ssl_mode: str | None = None, schema: str | None = None):
         self.write_url = write_url
         self.dialect = "sqlite" if write_url.startswith("sqlite") else "postgresql"
         self.caches = caches or StoreCaches()
+        self.schema = schema if self.dialect == "postgresql" else None
+        self.connect_options: dict[str, Any] = {}
         read_pool, write_pool = pool
         if self.dialect == "postgresql":
-            self._write: Any = _PostgresPool(write_url, write_pool, self.caches)
+            # an sslmode in the URL counts as PG_SSL_MODE (databases itself ignores it)
+            ssl_mode = ssl_mode or parse_qs(urlsplit(write_url).query).get("sslmode", [None])[0]
+            self.connect_options = postgres_connect_options(ssl_mode, schema)
+            options = {"acquire_timeout": acquire_timeout, "connect_options": self.connect_options}
+            self._write: Any = _PostgresPool(write_url, write_pool, self.caches, **options)
             self._read: Any = (
-                _PostgresPool(read_url, read_pool, self.caches) if read_url and read_url != write_url else self._write
+                _PostgresPool(read_url, read_pool, self.caches, **options)
+                if read_url and read_url != write_url
+                else self._write
             )
         else:
             self._write = databases.Database(write_url)
@@ -300,8 +360,10 @@ class Store(Executor):
         caches = StoreCaches(warehouse_ttl=warehouse.time_to_live_secs, warehouse_capacity=warehouse.capacity,
                              warehouse_enabled=warehouse.enabled, lookup_capacity=tabular.capacity,
                              lookup_enabled=tabular.enabled)
-        return cls(*database_urls(settings), pool=(settings.pg.pg_read_pool_connections,
-                                                   settings.pg.pg_write_pool_connections), caches=caches)
+        pg = settings.pg
+        return cls(*database_urls(settings), pool=(pg.pg_read_pool_connections, pg.pg_write_pool_connections),
+                   caches=caches, acquire_timeout=pg.pg_acquire_timeout, ssl_mode=pg.pg_ssl_mode,
+                   schema=pg.pg_schema)
 
     async def connect(self) -> None:
         if self.dialect == "sqlite":

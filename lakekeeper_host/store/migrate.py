@@ -65,7 +65,8 @@ def _statements(sql: str) -> list[str]:
 
 async def _applied(db: Executor) -> list[int]:
     exists = await db.fetch_val(
-        "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'lk_migrations'"
+        "SELECT COUNT(*) FROM information_schema.tables "
+        "WHERE table_name = 'lk_migrations' AND table_schema = current_schema()"
         if db.is_postgres
         else "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'lk_migrations'"
     )
@@ -93,6 +94,8 @@ async def migrate(store: Store) -> list[Migration]:
     async with store.transaction() as tx:
         if tx.is_postgres:
             await tx.execute(f"SELECT pg_advisory_xact_lock({_LOCK_ID})")
+            if store.schema:  # LAKEKEEPER__PG_SCHEMA: every connection's search_path (a checked identifier)
+                await tx.execute(f'CREATE SCHEMA IF NOT EXISTS "{store.schema}"')
         await tx.execute(
             "CREATE TABLE IF NOT EXISTS lk_migrations ("
             "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"

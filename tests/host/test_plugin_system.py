@@ -161,3 +161,20 @@ def test_every_hookspec_is_documented():
             continue
         signature = f"{name}({', '.join(caller.spec.argnames)})"
         assert f"## {signature}" in docs, f"docs/hooks.md lacks a heading for {signature}"
+
+
+def test_strict_config_accepts_every_setting_read_after_startup():
+    """Settings that are read lazily (the task runtime's, the catalog features', the installed
+    plugins') are known at the startup check, so strict mode does not refuse them."""
+    pm = make_plugin_manager()
+    settings = load_settings({
+        "LAKEKEEPER__STRICT_CONFIG": "true",
+        "LAKEKEEPER__TASK_MAX_RETRIES": "3",
+        "LAKEKEEPER__ENDPOINT_STAT_FLUSH_INTERVAL": "10s",
+        "LAKEKEEPER__METRICS_REPORTS__ENABLED": "false",
+        "LAKEKEEPER__PG_SCHEMA": "catalog",
+        "LAKEKEEPER__PG_SSL_MODE": "require",
+        "LAKEKEEPER__PG_ACQUIRE_TIMEOUT": "2",
+    })
+    check_backend_selection(settings, Registry.collect(pm))  # raises ConfigError on an unknown key
+    assert settings.unknown_keys() == []

@@ -1,0 +1,119 @@
+"""The PostgreSQL connection settings Lakekeeper has: PG_SCHEMA, PG_SSL_MODE, PG_ACQUIRE_TIMEOUT.
+
+All against the real PostgreSQL of the test run (fresh databases from ``pg_url_factory``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import httpx
+import pytest
+
+from lakekeeper_host.config import ConfigError
+from lakekeeper_host.store import Store
+from lakekeeper_host.store.db import PoolTimeout
+from lakekeeper_host.store.migrate import migrate
+from lakekeeper_host.testing.server import create_file_warehouse, start_server
+
+
+def _asyncpg(url: str) -> str:
+    return url.replace("postgresql://", "postgresql+asyncpg://", 1)
+
+
+async def _tables_by_schema(url: str) -> dict[str, set[str]]:
+    connection = await asyncpg.connect(url)
+    try:
+        rows = await connection.fetch(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
+        )
+    finally:
+        await connection.close()
+    found: dict[str, set[str]] = {}
+    for row in rows:
+        found.setdefault(row["table_schema"], set()).add(row["table_name"])
+    return found
+
+
+def test_two_catalogs_share_one_database_in_their_own_schemas(pg_url_factory, tmp_path):
+    url = pg_url_factory()
+    servers = [start_server({"LAKEKEEPER__PG_SCHEMA": schema}, pg_url=url) for schema in ("tenant_a", "tenant_b")]
+    try:
+        for index, server in enumerate(servers):
+            root = tmp_path / f"wh{index}"
+            root.mkdir()
+            create_file_warehouse(server.url, "same-name", str(root))  # the same name: separate catalogs
+        for server, other in (servers, servers[::-1]):
+            listed = httpx.get(f"{server.url}/management/v1/warehouse", timeout=30).json()["warehouses"]
+            assert [w["name"] for w in listed] == ["same-name"]
+            other_listed = httpx.get(f"{other.url}/management/v1/warehouse", timeout=30).json()["warehouses"]
+            assert listed[0]["id"] != other_listed[0]["id"]
+    finally:
+        for server in servers:
+            server.close()
+    tables = asyncio.run(_tables_by_schema(url))
+    assert {"lk_migrations", "warehouse", "tabular", "secret"} <= tables["tenant_a"]
+    assert tables["tenant_a"] == tables["tenant_b"]
+    assert "public" not in tables  # nothing landed in the default schema
+
+
+async def test_ssl_mode_reaches_every_connection(pg_url_factory):
+    url = pg_url_factory()
+    plain = Store(_asyncpg(url), ssl_mode="disable")
+    await plain.connect()
+    try:
+        server_ssl = await plain.fetch_val("SHOW ssl") == "on"
+        ssl_query = "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+        assert await plain.fetch_val(ssl_query) is False
+    finally:
+        await plain.disconnect()
+
+    for store in (Store(_asyncpg(url), ssl_mode="require"), Store(_asyncpg(url) + "?sslmode=require")):
+        if server_ssl:
+            await store.connect()
+            try:
+                assert await store.fetch_val(ssl_query) is True
+            finally:
+                await store.disconnect()
+        else:  # this PostgreSQL has no TLS: asking for it must fail, not fall back to plain text
+            with pytest.raises(ConnectionError, match="(?i)ssl"):
+                await store.connect()
+
+    with pytest.raises(ConfigError, match="LAKEKEEPER__PG_SSL_MODE: 'required' is not one of disable"):
+        Store(_asyncpg(url), ssl_mode="required")
+    with pytest.raises(ConfigError, match="LAKEKEEPER__PG_SCHEMA: 'a;drop' is not a plain identifier"):
+        Store(_asyncpg(url), schema="a;drop")
+
+
+async def test_waiting_for_a_pooled_connection_is_bounded_by_the_acquire_timeout(pg_url_factory):
+    store = Store(_asyncpg(pg_url_factory()), pool=(1, 1), acquire_timeout=0.5)
+    await store.connect()
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold_the_only_connection() -> None:
+        async with store.transaction() as tx:
+            await tx.fetch_val("SELECT 1")
+            holding.set()
+            await release.wait()
+
+    holder = asyncio.create_task(hold_the_only_connection())
+    try:
+        await holding.wait()
+        with pytest.raises(PoolTimeout) as info:
+            async with store.transaction():
+                pass
+        assert info.value.code == 503 and info.value.type == "DatabaseConnectionTimeout"
+        assert "LAKEKEEPER__PG_ACQUIRE_TIMEOUT" in info.value.message
+        assert info.value.headers == {"Retry-After": "1"}
+        with pytest.raises(PoolTimeout):
+            await store.fetch_val("SELECT 1")  # reads wait on the same bound
+        release.set()
+        await holder
+        assert await store.fetch_val("SELECT 2") == 2  # the timed-out waits left the pool whole
+        assert await migrate(store) != []  # and a transaction works again
+    finally:
+        release.set()
+        await holder
+        await store.disconnect()
