@@ -18,6 +18,7 @@ Semantics:
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -166,9 +167,15 @@ async def undrop_tabulars(state: AppState, meta: Any, warehouse: Any, targets: I
     """
     warehouse_id = str(getattr(warehouse, "id", warehouse))
     wanted = [_target(t) for t in targets]
-    for typ, _ in wanted:
+    for index, (typ, tabular_id) in enumerate(wanted):
         if typ not in ("table", "view"):
             raise bad_request(f"targets[].type must be 'table' or 'view', got {typ!r}")
+        try:
+            wanted[index] = (typ, str(uuid.UUID(tabular_id)))
+        except ValueError:
+            raise bad_request(
+                f"Invalid request body: {tabular_id!r} is not a UUID @ body.targets[{index}].id"
+            ) from None
     restored = []
     names: list[list[str]] = []
     async with state.store.transaction() as tx:

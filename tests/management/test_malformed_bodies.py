@@ -40,6 +40,7 @@ CASES = [
     ("/warehouse/{wh}/storage/validate-credential", {"new-storage-credential": "x"}, "new-storage-credential"),
     ("/warehouse/{wh}/deleted-tabulars/undrop", {"targets": "all"}, "targets"),
     ("/warehouse/{wh}/deleted-tabulars/undrop", {"targets": [{"type": "table"}]}, "id"),
+    ("/warehouse/{wh}/deleted-tabulars/undrop", {"targets": [{"type": "table", "id": "notuuid"}]}, "targets[0].id"),
     ("/warehouse/{wh}/namespace/{id}/protection", {"protected": 1}, "protected"),
     ("/warehouse/{wh}/table/{id}/protection", {}, "protected"),
     ("/warehouse/{wh}/view/{id}/protection", {"protected": None}, "protected"),

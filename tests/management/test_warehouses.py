@@ -135,6 +135,25 @@ def test_delete_profile_and_format_version_policy(http, warehouse):
     unknown = http.post(f"{MGMT}/warehouse/{wid}/format-version-policy", json={"allowed-format-versions": [4]})
     assert unknown.status_code == 400
 
+    # the policy governs the catalog: the default for a new table, refusals for the rest
+    prefix = f"/catalog/v1/{wid}"
+    assert http.post(f"{prefix}/namespaces", json={"namespace": ["policy"]}).status_code == 200
+    default = http.post(f"{prefix}/namespaces/policy/tables", json={"name": "by-default", "schema": ONE_COLUMN})
+    assert default.status_code == 200, default.text
+    assert default.json()["metadata"]["format-version"] == 3
+    v1 = http.post(
+        f"{prefix}/namespaces/policy/tables",
+        json={"name": "v1", "schema": ONE_COLUMN, "properties": {"format-version": "1"}},
+    )
+    assert v1.status_code == 400
+    assert v1.json()["error"]["type"] == "FormatVersionNotAllowed"
+    assert http.head(f"{prefix}/namespaces/policy/tables/v1").status_code == 404
+    v2 = http.post(
+        f"{prefix}/namespaces/policy/tables",
+        json={"name": "v2", "schema": ONE_COLUMN, "properties": {"format-version": "2"}},
+    )
+    assert v2.status_code == 200 and v2.json()["metadata"]["format-version"] == 2
+
 
 def test_storage_profile_replacement_keeps_immutable_fields(http, warehouse):
     wid = warehouse["id"]
