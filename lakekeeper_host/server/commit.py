@@ -35,10 +35,10 @@ import random
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args
 
 from attrs import define, frozen
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 from pyiceberg.exceptions import ResolveError
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, TableMetadataV1, TableMetadataV2, TableMetadataV3
@@ -73,6 +73,7 @@ from pyiceberg.table.update import (
     _TableMetadataUpdateContext,
     _update_table_metadata_log,
 )
+from pyiceberg.typedef import IcebergBaseModel
 
 from lakekeeper_host.errors import (
     CatalogError,
@@ -104,17 +105,39 @@ log = logging.getLogger(__name__)
 MAX_COMMIT_ATTEMPTS = 10
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
 
-_UPDATES = TypeAdapter(list[TableUpdate])
+
+
+class AddEncryptionKeyUpdate(IcebergBaseModel):
+    """``add-encryption-key`` (spec, format v3); pyiceberg 0.12 has no model for it."""
+
+    action: Literal["add-encryption-key"] = Field(default="add-encryption-key")
+    encryption_key: metadata_io.EncryptedKey = Field(alias="encryption-key")
+
+
+class RemoveEncryptionKeyUpdate(IcebergBaseModel):
+    """``remove-encryption-key`` (spec, format v3)."""
+
+    action: Literal["remove-encryption-key"] = Field(default="remove-encryption-key")
+    key_id: str = Field(alias="key-id")
+
+
+# pyiceberg's discriminated union of table updates plus the two above
+_UPDATES = TypeAdapter(
+    list[
+        Annotated[
+            Union[*get_args(get_args(TableUpdate)[0]), AddEncryptionKeyUpdate, RemoveEncryptionKeyUpdate],  # noqa: UP007
+            Field(discriminator="action"),
+        ]
+    ]
+)
 _REQUIREMENTS = TypeAdapter(list[TableRequirement])
 _KNOWN_ACTIONS = {
     "assign-uuid", "upgrade-format-version", "add-schema", "set-current-schema", "add-spec",
     "set-default-spec", "add-sort-order", "set-default-sort-order", "add-snapshot", "set-snapshot-ref",
     "remove-snapshots", "remove-snapshot-ref", "set-location", "set-properties", "remove-properties",
     "set-statistics", "remove-statistics", "set-partition-statistics", "remove-partition-statistics",
-    "remove-partition-specs", "remove-schemas",
+    "remove-partition-specs", "remove-schemas", "add-encryption-key", "remove-encryption-key",
 }  # fmt: skip
-# in the spec, but pyiceberg 0.12 has no model for them (nor an ``encryption-keys`` metadata field)
-_UNSUPPORTED_ACTIONS = {"add-encryption-key", "remove-encryption-key"}
 _KNOWN_REQUIREMENTS = {
     "assert-create", "assert-table-uuid", "assert-ref-snapshot-id", "assert-last-assigned-field-id",
     "assert-current-schema-id", "assert-last-assigned-partition-id", "assert-default-spec-id",
@@ -184,11 +207,6 @@ def _parse_list(raw: Any, what: str, tag: str, known: set[str], adapter: TypeAda
         raise bad_request(f"Invalid request body: `{what}` must be a list")
     for item in raw:
         kind = item.get(tag) if isinstance(item, dict) else None
-        if tag == "action" and kind in _UNSUPPORTED_ACTIONS:
-            raise bad_request(
-                f"Table update {kind!r} is not supported by this catalog: "
-                "table encryption keys (format v3) cannot be added or removed"
-            )
         if kind not in known:
             noun = "table update action" if tag == "action" else "table requirement type"
             raise bad_request(f"Unsupported {noun}: {kind!r}")
@@ -331,6 +349,31 @@ def _(update: UpgradeFormatVersionUpdate, metadata: TableMetadata, ctx: _Context
         data["next_row_id"] = 0  # row lineage starts with the upgrade
     ctx.add_update(update)
     return {2: TableMetadataV2, 3: TableMetadataV3}[target].model_construct(**data)
+
+
+@_apply.register
+def _(update: AddEncryptionKeyUpdate, metadata: TableMetadata, ctx: _Context) -> TableMetadata:
+    if metadata.format_version < 3:
+        raise ValueError(
+            f"Cannot add an encryption key to a v{metadata.format_version} table: encryption keys need format version 3"
+        )
+    keys = list(getattr(metadata, "encryption_keys", None) or [])
+    if any(key.key_id == update.encryption_key.key_id for key in keys):
+        return metadata  # Java: a key id that is already there changes nothing
+    ctx.add_update(update)
+    data = dict(metadata)
+    data["encryption_keys"] = [*keys, update.encryption_key]
+    return metadata_io.TableMetadataV3WithKeys.model_construct(**data)
+
+
+@_apply.register
+def _(update: RemoveEncryptionKeyUpdate, metadata: TableMetadata, ctx: _Context) -> TableMetadata:
+    keys = list(getattr(metadata, "encryption_keys", None) or [])
+    kept = [key for key in keys if key.key_id != update.key_id]
+    if len(kept) == len(keys):
+        return metadata  # Java: removing a key that is not there changes nothing
+    ctx.add_update(update)
+    return metadata.model_copy(update={"encryption_keys": kept or None})
 
 
 def _same_schema(one: Schema, two: Schema) -> bool:

@@ -19,7 +19,8 @@ import logging
 import re
 from typing import Any
 
-from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
+from pydantic import Field
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV3
 from pyiceberg.typedef import IcebergBaseModel
 
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
@@ -96,10 +97,34 @@ def decode(data: bytes) -> str:
     return data.decode()
 
 
+class EncryptedKey(IcebergBaseModel):
+    """One entry of a v3 table's ``encryption-keys`` (the key material is KMS-wrapped, base64)."""
+
+    key_id: str = Field(alias="key-id")
+    encrypted_key_metadata: str = Field(alias="encrypted-key-metadata")
+    encrypted_by_id: str | None = Field(alias="encrypted-by-id", default=None)
+    properties: dict[str, str] | None = Field(default=None)
+
+
+class TableMetadataV3WithKeys(TableMetadataV3):
+    """pyiceberg 0.12's v3 metadata plus the spec's ``encryption-keys``, which it would drop.
+
+    Only tables that have keys use it; ``add-encryption-key`` switches a table over.
+    """
+
+    encryption_keys: list[EncryptedKey] | None = Field(alias="encryption-keys", default=None)
+
+
 def parse(metadata_json: str | bytes | dict[str, Any]) -> TableMetadata:
     if isinstance(metadata_json, dict):
+        if metadata_json.get("encryption-keys") and metadata_json.get("format-version") == 3:
+            return TableMetadataV3WithKeys.model_validate(metadata_json)
         return TableMetadataUtil.parse_obj(metadata_json)
-    return TableMetadataUtil.parse_raw(metadata_json)
+    metadata = TableMetadataUtil.parse_raw(metadata_json)
+    marker = b'"encryption-keys"' if isinstance(metadata_json, bytes) else '"encryption-keys"'
+    if metadata.format_version == 3 and marker in metadata_json:
+        return TableMetadataV3WithKeys.model_validate_json(metadata_json)
+    return metadata
 
 
 async def write_metadata(storage: Storage, location: str, metadata_json: str) -> None:

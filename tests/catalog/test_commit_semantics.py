@@ -17,13 +17,14 @@ use the shared server over HTTP.
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import httpx
 import pytest
@@ -463,18 +464,77 @@ def test_parallel_commits_to_one_table_lose_nothing_and_leave_no_files_behind(re
 # ---------------------------------------------------------------- update actions
 
 
-@pytest.mark.parametrize("action", ["add-encryption-key", "remove-encryption-key"])
-def test_encryption_key_updates_are_400_not_supported(rest, action):
-    """pyiceberg 0.12 (the server's metadata logic) has no model for v3 encryption keys."""
+KEY_1 = {"key-id": "k1", "encrypted-key-metadata": "AAECAw==", "encrypted-by-id": "kms-master",
+         "properties": {"algorithm": "AES_GCM_256"}}
+KEY_2 = {"key-id": "k2", "encrypted-key-metadata": "BAUGBw=="}
+
+
+def _stored(location: str) -> dict[str, Any]:
+    """The metadata file itself, as engines read it."""
+    data = Path(unquote(urlsplit(location).path)).read_bytes()
+    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+
+
+def test_encryption_keys_are_added_kept_and_removed_on_v3_tables(rest, catalog):
+    """``add-encryption-key`` / ``remove-encryption-key`` (format v3): the keys live in the
+    metadata's ``encryption-keys``, survive later commits, and follow Java's leniency (an id that
+    is already there, or a key that is not, changes nothing)."""
     rest.create_namespace("ns")
-    created = rest.create_table("ns", "t", properties={"format-version": "3"}).json()
-    update = {"action": action, "key-id": "k1"}
-    if action == "add-encryption-key":
-        update = {"action": action, "encryption-key": {"key-id": "k1", "encrypted-key-metadata": "AAAA"}}
-    response = rest.commit("ns", "t", [update])
-    assert response.status_code == 400, response.text
-    assert error(response)["message"].startswith(f"Table update '{action}' is not supported by this catalog")
-    assert rest.load("ns", "t").json()["metadata-location"] == created["metadata-location"]
+    created = rest.create_table("ns", "secret", properties={"format-version": "3"}).json()
+    added = rest.commit("ns", "secret", [
+        {"action": "add-encryption-key", "encryption-key": KEY_1},
+        {"action": "add-encryption-key", "encryption-key": KEY_2},
+    ])
+    assert added.status_code == 200, added.text
+    assert added.json()["metadata"]["encryption-keys"] == [KEY_1, KEY_2]
+    assert _stored(added.json()["metadata-location"])["encryption-keys"] == [KEY_1, KEY_2]
+
+    again = rest.commit("ns", "secret", [{"action": "add-encryption-key", "encryption-key": KEY_1 | {
+        "encrypted-key-metadata": "ZZZZ"}}])
+    assert again.status_code == 200
+    assert again.json()["metadata-location"] == added.json()["metadata-location"]  # nothing changed
+
+    later = rest.commit("ns", "secret", [{"action": "set-properties", "updates": {"owner": "ops"}}])
+    assert later.json()["metadata"]["encryption-keys"] == [KEY_1, KEY_2]  # read back from the database
+    assert catalog.load_table(("ns", "secret")).metadata.format_version == 3  # PyIceberg still loads it
+
+    removed = rest.commit("ns", "secret", [
+        {"action": "remove-encryption-key", "key-id": "k1"},
+        {"action": "remove-encryption-key", "key-id": "never-there"},
+    ])
+    assert removed.status_code == 200, removed.text
+    assert removed.json()["metadata"]["encryption-keys"] == [KEY_2]
+    last = rest.commit("ns", "secret", [{"action": "remove-encryption-key", "key-id": "k2"}]).json()
+    assert "encryption-keys" not in last["metadata"]
+    assert "encryption-keys" not in _stored(last["metadata-location"])
+    assert last["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
+
+
+def test_encryption_keys_need_format_v3_and_a_well_formed_key(rest):
+    rest.create_namespace("ns")
+    created = rest.create_table("ns", "v2", properties={"format-version": "2"}).json()
+    refused = rest.commit("ns", "v2", [{"action": "add-encryption-key", "encryption-key": KEY_1}])
+    assert refused.status_code == 400
+    assert error(refused)["message"] == (
+        "Invalid table update: Cannot add an encryption key to a v2 table: encryption keys need format version 3"
+    )
+    malformed = rest.commit("ns", "v2", [{"action": "add-encryption-key", "encryption-key": {"key-id": "k"}}])
+    assert malformed.status_code == 400
+    assert "encrypted-key-metadata" in error(malformed)["message"]
+    assert rest.load("ns", "v2").json()["metadata-location"] == created["metadata-location"]
+
+
+def test_registered_metadata_keeps_its_encryption_keys(rest):
+    rest.create_namespace("ns")
+    source = rest.create_table("ns", "source", properties={"format-version": "3"}).json()
+    keyed = rest.commit("ns", "source", [{"action": "add-encryption-key", "encryption-key": KEY_1}]).json()
+    assert rest.http.delete("/namespaces/ns/tables/source", params={"purgeRequested": "false"}).status_code == 204
+    registered = rest.http.post(
+        "/namespaces/ns/register", json={"name": "again", "metadata-location": keyed["metadata-location"]}
+    )
+    assert registered.status_code == 200, registered.text
+    assert registered.json()["metadata"]["encryption-keys"] == [KEY_1]
+    assert registered.json()["metadata"]["table-uuid"] == source["metadata"]["table-uuid"]
 
 
 def _snapshot(snapshot_id: int, sequence_number: int, location: str, parent: int | None = None) -> dict[str, Any]:

@@ -116,3 +116,22 @@ def test_pyiceberg_writes_spark_reads(spark, spark_catalog, catalog, rows):
 
 def _micros(moment: datetime.datetime) -> int:
     return (moment - datetime.datetime(1970, 1, 1, tzinfo=UTC)) // datetime.timedelta(microseconds=1)
+
+
+def test_spark_reads_and_writes_a_table_whose_metadata_has_encryption_keys(spark, spark_catalog, server, warehouse):
+    """The Java parser reads the ``encryption-keys`` our commits write (format v3); the keys are
+    metadata only here (no table encryption configured), so Spark reads and writes the table."""
+    import httpx
+
+    c = spark_catalog
+    spark.sql(f"CREATE NAMESPACE {c}.vault")
+    spark.sql(f"CREATE TABLE {c}.vault.notes (id BIGINT) USING iceberg TBLPROPERTIES ('format-version' = '3')")
+    key = {"key-id": "k1", "encrypted-key-metadata": "AAECAw==", "encrypted-by-id": "kms-master"}
+    url = f"{server.url}/catalog/v1/{warehouse['id']}/namespaces/vault/tables/notes"
+    added = httpx.post(url, json={"updates": [{"action": "add-encryption-key", "encryption-key": key}]}, timeout=30)
+    assert added.status_code == 200, added.text
+    spark.sql(f"REFRESH TABLE {c}.vault.notes")
+    spark.sql(f"INSERT INTO {c}.vault.notes VALUES (1), (2)")
+    assert spark.sql(f"SELECT count(*) FROM {c}.vault.notes").collect()[0][0] == 2
+    # Spark's own commit (the Java client sends the whole new metadata's changes) kept the key
+    assert httpx.get(url, timeout=30).json()["metadata"]["encryption-keys"] == [key]
