@@ -19,6 +19,7 @@ from lakekeeper_host.config import load_settings
 from lakekeeper_host.server.authn import provider_configs
 from lakekeeper_host.testing.oidc import OidcIssuer
 from lakekeeper_host.testing.server import CatalogServer
+from tests.auth.conftest import FakeTokenReview
 from tests.plugins.installed import plugin_env
 
 
@@ -274,6 +275,31 @@ def test_kubernetes_service_account_tokens(token_review):
 
     with CatalogServer({**env, "LAKEKEEPER__KUBERNETES_AUTHENTICATION_SUBJECT_SOURCE": "username"}) as srv:
         assert provision(srv, sa_token)["id"] == "kubernetes~system:serviceaccount:etl:loader"
+
+
+def test_token_review_outage_is_503_and_recovers(token_review):
+    """The (fake) Kubernetes API server goes away: tokens it has not vouched for yet get 503
+    (retry later), not 401 or 500; once it is back they are accepted."""
+    cluster = OidcIssuer("cluster")
+    first, during = cluster.mint("system:serviceaccount:etl:a"), cluster.mint("system:serviceaccount:etl:b")
+    for token, uid in ((first, "uid-a"), (during, "uid-b")):
+        token_review.add(token, username=f"sa-{uid}", uid=uid, audiences=["https://kubernetes.default.svc"])
+    env = {
+        "LAKEKEEPER__ENABLE_KUBERNETES_AUTHENTICATION": "true",
+        "LAKEKEEPER__KUBERNETES_API_URL": token_review.url,
+        "LAKEKEEPER__KUBERNETES_TOKEN_FILE": token_review.token_file,
+    }
+    with CatalogServer(env) as srv:
+        assert provision(srv, first)["id"] == "kubernetes~uid-a"
+        token_review.__exit__(None, None, None)  # the API server is down
+        response = httpx.get(srv.url + "/management/v1/whoami", headers=bearer(during))
+        assert response.status_code == 503, response.text
+        assert "TokenReview at" in response.json()["error"]["message"]
+        assert during not in response.text
+        revived = FakeTokenReview(token_review.reviewer_token)
+        revived.port, revived.tokens = token_review.port, token_review.tokens
+        with revived:
+            assert provision(srv, during)["id"] == "kubernetes~uid-b"
 
 
 def test_kubernetes_and_oidc_together(token_review, idp_one):

@@ -98,6 +98,7 @@ def test_lifecycle_events_reach_nats_and_kafka_in_order(events_server, idp, tmp_
         assert json.loads(event["actor"]) == actor
         assert event["trace-id"]
         assert event["namespace"] == "sales"
+        assert event["warehouse-id"] == event["prefix"] == warehouse["id"]  # the catalog prefix is the warehouse id
         assert event["source"].startswith("uri:iceberg-catalog-service:")
     assert len({e["id"] for e in lifecycle}) == len(lifecycle)
     table_events = lifecycle[1:]
