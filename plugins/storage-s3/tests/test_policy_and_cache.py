@@ -158,3 +158,26 @@ async def test_disabled_cache_always_fetches():
     await cache.get_or_fetch("a", fetch)
     await cache.get_or_fetch("a", fetch)
     assert count == 2 and len(cache) == 0
+
+
+def test_stc_cache_settings_reach_the_process_cache():
+    """``LAKEKEEPER__CACHE__STC__CAPACITY`` / ``__ENABLED`` configure the one cache every S3
+    warehouse of the process shares (set when a warehouse's storage is built)."""
+    from lakekeeper_host.config import load_settings
+    from lakekeeper_host.registry import BuildContext
+    from lakekeeper_host.serde import structure_body
+    from lakekeeper_storage_s3 import S3Profile, build_s3_storage, credential_cache
+
+    profile = structure_body({"bucket": "stc-bucket", "region": "eu-central-1", "sts-enabled": False}, S3Profile)
+    cache = credential_cache()
+    before = (cache.capacity, cache.enabled)
+    try:
+        small = load_settings({"LAKEKEEPER__CACHE__STC__CAPACITY": "3"})
+        storage = build_s3_storage(profile, None, BuildContext(settings=small))
+        assert storage.cache is cache
+        assert (cache.capacity, cache.enabled) == (3, True)
+        off = load_settings({"LAKEKEEPER__CACHE__STC__ENABLED": "false"})
+        build_s3_storage(profile, None, BuildContext(settings=off))
+        assert cache.enabled is False
+    finally:
+        cache.configure(capacity=before[0], enabled=before[1])

@@ -283,6 +283,12 @@ async def test_writes_need_write_permission(app_client, seaweed, s3_profile, s3_
     route = f"/catalog/v1/signer/{warehouse_id}/tabular-id/{table_id}/v1/aws/s3/sign"
     key = f"{key_prefix}/table-a/f"
     assert (await client.post(route, json=sign_body(seaweed, key, "GET"))).status_code == 200
-    for method in ("PUT", "DELETE"):
+    for method in ("PUT", "DELETE", "POST"):  # POST: multipart uploads
         response = await client.post(route, json=sign_body(seaweed, key, method))
         assert response.status_code == 403, method
+        assert (await response.get_json())["error"]["message"].startswith("Not allowed to write data"), method
+    upload = sign_body(seaweed, key, "POST")
+    upload["uri"] += "?uploads"
+    refused = await client.post(route, json=upload)
+    assert refused.status_code == 403
+    assert (await refused.get_json())["error"]["message"].startswith("Not allowed to write data of table")
