@@ -4,11 +4,15 @@ The documents are generated from the routes the server actually mounts (path, me
 first docstring line of each view), so they never drift from what is served. What a URL rule
 cannot say (query parameters, headers, success statuses) comes from the small tables below, kept
 next to the handlers' reads; ``tests/host/test_openapi.py`` compares them with the handlers'
-source. Swagger UI's assets come from the ``swagger-ui-bundle`` package: no network needed.
+source. Request and answer bodies are described by the classes the server parses with (attrs
+classes, the registered storage profiles and credentials, pyiceberg's REST models; see
+``openapi_schemas.py``), and the tests validate real requests and answers against them.
+Swagger UI's assets come from the ``swagger-ui-bundle`` package: no network needed.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from typing import Any
@@ -19,6 +23,7 @@ from lakekeeper_host import __version__
 from lakekeeper_host.api import idempotency as idempotency_api
 from lakekeeper_host.api import reads
 from lakekeeper_host.api.common import json_response, state
+from lakekeeper_host.api.openapi_schemas import Schemas, reachable
 from lakekeeper_host.errors import not_found
 
 blueprint = Blueprint("docs", __name__)
@@ -86,6 +91,12 @@ def _header(name: str, description: str, **schema: Any) -> dict[str, Any]:
 
 _BOOL = {"type": "boolean", "default": False}
 _LIST_OF_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+
+def _schema_ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
 PARAMETERS: dict[str, dict[str, Any]] = {
     "pageToken": _query("pageToken", {"type": "string"}, "Continue a listing: the previous page's next-page-token"),
     "pageSize": _query("pageSize", {"type": "integer", "minimum": 1},
@@ -199,6 +210,153 @@ SUCCESS: dict[str, tuple[int, ...]] = {
     **dict.fromkeys(("management_maintenance.run_table_maintenance",
                      "management_maintenance.run_warehouse_maintenance"), (202,)),
 }
+# ---------------------------------------------------------------- bodies and answers
+
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+# request bodies the handlers parse by hand (the Iceberg REST spec's shapes)
+_HAND_SCHEMAS: dict[str, dict[str, Any]] = {
+    "CreateNamespaceRequest": {
+        "type": "object", "required": ["namespace"],
+        "properties": {"namespace": _STRINGS, "properties": _STRING_MAP},
+    },
+    "UpdateNamespacePropertiesRequest": {
+        "type": "object", "properties": {"removals": _STRINGS, "updates": _STRING_MAP},
+    },
+    "RenameTableRequest": {
+        "type": "object", "required": ["source", "destination"],
+        "properties": {"source": _schema_ref("TableIdentifier"), "destination": _schema_ref("TableIdentifier")},
+    },
+    "CommitTransactionRequest": {
+        "type": "object", "required": ["table-changes"],
+        "properties": {"table-changes": {"type": "array", "items": _schema_ref("CommitTableRequest")}},
+    },
+    "CommitViewRequest": {
+        "type": "object", "required": ["updates"],
+        "properties": {
+            "identifier": _schema_ref("TableIdentifier"),
+            "requirements": {"type": "array", "items": {"type": "object", "required": ["type"]}},
+            "updates": {"type": "array", "items": {"type": "object", "required": ["action"]}},
+        },
+    },
+    "ReportMetricsRequest": {
+        "type": "object", "required": ["report-type"],
+        "description": "A ScanReport or CommitReport (stored per table; see the management metrics endpoint)",
+        "properties": {"report-type": {"enum": ["scan-report", "commit-report"]}, "table-name": {"type": "string"},
+                       "snapshot-id": {"type": "integer"}},
+    },
+}  # fmt: skip
+# endpoint -> the body it reads: a pyiceberg model name, a _HAND_SCHEMAS name, or an attrs class
+# (handlers that structure their body themselves are found in their source, see _body_model)
+REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
+    "catalog.create_namespace": "CreateNamespaceRequest",
+    "catalog.update_namespace_properties": "UpdateNamespacePropertiesRequest",
+    "catalog.create_table": "CreateTableRequest",
+    "catalog.register_table": "RegisterTableRequest",
+    "catalog.commit_table": "CommitTableRequest",
+    "catalog.rename_table": "RenameTableRequest",
+    "catalog.report_metrics": "ReportMetricsRequest",
+    "catalog.commit_transaction": "CommitTransactionRequest",
+    "views.create_view": "CreateViewRequest",
+    "views.register_view": "RegisterViewRequest",
+    "views.replace_view": "CommitViewRequest",
+    "views.rename_view": "RenameTableRequest",
+    "scan_planning.plan_table_scan": "PlanTableScanRequest",
+    "scan_planning.fetch_scan_tasks": "FetchScanTasksRequest",
+    **dict.fromkeys(("s3_signer.sign_global", "s3_signer.sign_in_warehouse", "s3_signer.sign_for_table"),
+                    ("lakekeeper_host.server.signer", "SignRequest")),
+    "management_warehouses.validate_warehouse_creation": ("lakekeeper_host.server.warehouses", "CreateWarehouse"),
+    "management_warehouses.set_format_version_policy": ("lakekeeper_host.server.warehouses", "FormatVersionPolicy"),
+    **dict.fromkeys(("management_warehouses.update_storage", "management_warehouses.validate_storage_profile"),
+                    ("lakekeeper_host.server.warehouses", "UpdateStorage")),
+    **dict.fromkeys(
+        ("management_warehouses.update_storage_credential", "management_warehouses.validate_storage_credential"),
+        ("lakekeeper_host.server.warehouses", "UpdateCredential"),
+    ),
+    "management_maintenance.set_table_maintenance": ("lakekeeper_host.spark_maintenance", "MaintenancePolicy"),
+}
+# endpoint -> the pyiceberg model of its 200 answer (what PyIceberg's RestCatalog parses)
+RESPONSES: dict[str, str | tuple[str, ...]] = {
+    "catalog.get_config": "ConfigResponse",
+    "catalog.list_namespaces": "ListNamespaceResponse",
+    "catalog.create_namespace": "NamespaceResponse",
+    "catalog.load_namespace": "NamespaceResponse",
+    "catalog.update_namespace_properties": "UpdateNamespacePropertiesResponse",
+    "catalog.list_tables": "ListTablesResponse",
+    "catalog.create_table": "TableResponse",
+    "catalog.register_table": "TableResponse",
+    "catalog.load_table": "TableResponse",
+    "catalog.commit_table": "CommitTableResponse",
+    "credentials.load_credentials": "LoadCredentialsResponse",
+    "views.list_views": "ListViewsResponse",
+    "views.create_view": "ViewResponse",
+    "views.register_view": "ViewResponse",
+    "views.load_view": "ViewResponse",
+    "views.replace_view": "ViewResponse",
+    "scan_planning.plan_table_scan": ("PlanCompleted", "PlanSubmitted"),
+    "scan_planning.fetch_planning_result": ("PlanCompleted", "PlanSubmitted", "PlanCancelled", "PlanFailed"),
+    "scan_planning.fetch_scan_tasks": "ScanTasks",
+}
+_STRUCTURED = re.compile(r"structure_body\(\s*await json_body\(\)\s*,\s*([\w.]+)\s*\)")
+
+
+def _rest_model(name: str) -> Any:
+    from pyiceberg.catalog import rest
+
+    return getattr(rest, name)
+
+
+def _body_model(endpoint: str, view: Any) -> Any:
+    """What the handler's body is parsed into; ``{}`` (any JSON) when it reads one by hand, None
+    when it reads none."""
+    known = REQUEST_BODIES.get(endpoint)
+    if isinstance(known, tuple):
+        module, name = known
+        return getattr(importlib.import_module(module), name)
+    if known is not None:
+        return known
+    if view is None:
+        return None
+    source = inspect.getsource(inspect.unwrap(view))
+    structured = _STRUCTURED.search(source)
+    if structured:
+        target: Any = inspect.unwrap(view).__globals__
+        first, *rest = structured.group(1).split(".")
+        target = target[first]
+        for part in rest:
+            target = getattr(target, part)
+        return target
+    return {} if "json_body()" in source else None
+
+
+def _schema(schemas: Schemas, model: Any) -> dict[str, Any]:
+    if isinstance(model, str):
+        if model in _HAND_SCHEMAS:
+            if model in ("RenameTableRequest", "CommitViewRequest"):
+                schemas.of(_rest_model("TableIdentifier"))
+            if model == "CommitTransactionRequest":
+                schemas.of(_rest_model("CommitTableRequest"))
+            return schemas.add(model, _HAND_SCHEMAS[model])
+        return schemas.of(_rest_model(model))
+    return schemas.of(model) if model != {} else {"type": "object"}
+
+
+def _storage_schemas(schemas: Schemas) -> dict[str, dict[str, Any]]:
+    """``storage-profile`` / ``storage-credential``: one of the registered storage types."""
+    registry = state().registry
+    profiles, credentials = [], []
+    for spec in registry.unique(registry.storage):
+        tag = {"type": "object", "properties": {"type": {"const": spec.storage_type}}}
+        profiles.append({"allOf": [{**tag, "required": ["type"]}, schemas.of(spec.profile_cls)]})
+        if spec.credential_cls is not None:  # the credential's own `type` may be left out
+            credentials.append({"allOf": [tag, schemas.of(spec.credential_cls)]})
+    profile = schemas.add("StorageProfile", {"oneOf": profiles, "description": "A storage profile, by `type`"})
+    credential = schemas.add(
+        "StorageCredential", {"oneOf": credentials, "description": "Credentials for the profile's `type`"}
+    )
+    return {"storage_profile": profile, "storage_credential": credential, "new_storage_credential": credential}
+
+
 _STATUS_TEXT = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content",
                 304: "Not Modified: the If-None-Match ETag is still current"}
 
@@ -225,7 +383,9 @@ def _camel(snake: str) -> str:
     return first + "".join(word.capitalize() for word in rest)
 
 
-def _operation(rule: Any, view: Any, method: str, head_id: str | None, operation_ids: set[str]) -> dict[str, Any]:
+def _operation(
+    rule: Any, view: Any, method: str, head_id: str | None, operation_ids: set[str], schemas: Schemas
+) -> dict[str, Any]:
     endpoint = rule.endpoint
     doc = (view.__doc__ or "").strip().splitlines() if view and method != "head" else []
     keys: list[dict[str, str]] = []
@@ -244,7 +404,14 @@ def _operation(rule: Any, view: Any, method: str, head_id: str | None, operation
         n += 1
         unique = f"{operation_id}{n}"
     operation_ids.add(unique)
-    return {
+    responses: dict[str, Any] = {str(status): {"description": _STATUS_TEXT[status]} for status in statuses}
+    answer = RESPONSES.get(endpoint) if method != "head" else None
+    if answer is not None:
+        names = answer if isinstance(answer, tuple) else (answer,)
+        choices = [schemas.of(_rest_model(name)) for name in names]
+        schema = choices[0] if len(choices) == 1 else {"oneOf": choices}
+        responses["200"]["content"] = {"application/json": {"schema": schema}}
+    operation: dict[str, Any] = {
         "summary": doc[0] if doc else re.sub(r"([A-Z])", r" \1", operation_id).capitalize(),
         "operationId": unique,
         "tags": [endpoint.split(".")[0]],
@@ -255,12 +422,15 @@ def _operation(rule: Any, view: Any, method: str, head_id: str | None, operation
             *keys,
             _ref("projectIdHeader"),
         ],
-        "responses": {
-            **{str(status): {"description": _STATUS_TEXT[status]} for status in statuses},
-            "4XX": _ERROR_REF,
-            "5XX": _ERROR_REF,
-        },
+        "responses": {**responses, "4XX": _ERROR_REF, "5XX": _ERROR_REF},
     }
+    model = _body_model(endpoint, view) if method in ("post", "put") else None
+    if model is not None:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": _schema(schemas, model)}},
+        }
+    return operation
 
 
 def _used_parameters(paths: dict[str, dict]) -> dict[str, Any]:
@@ -274,6 +444,8 @@ def _used_parameters(paths: dict[str, dict]) -> dict[str, Any]:
 
 def build_openapi(prefix: str, title: str) -> dict:
     head_ids = _lane_head_routes()
+    schemas = Schemas()
+    schemas.field_overrides = _storage_schemas(schemas)
     paths: dict[str, dict] = {}
     operation_ids: set[str] = set()
     for rule in sorted(current_app.url_map.iter_rules(), key=lambda r: r.rule):
@@ -287,14 +459,20 @@ def build_openapi(prefix: str, title: str) -> dict:
         path = _PARAM.sub(r"{\1}", rule.rule)
         for method in sorted(m.lower() for m in methods):
             paths.setdefault(path, {})[method] = _operation(
-                rule, view, method, head_ids.get(rule.rule), operation_ids
+                rule, view, method, head_ids.get(rule.rule), operation_ids, schemas
             )
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": title, "version": __version__},
         "paths": {path: dict(sorted(ops.items())) for path, ops in sorted(paths.items())},
-        "components": {**COMPONENTS, "parameters": _used_parameters(paths)},
+        "components": {
+            **COMPONENTS,
+            "schemas": {**COMPONENTS["schemas"], **dict(sorted(schemas.named.items()))},
+            "parameters": _used_parameters(paths),
+        },
     }
+    used = reachable(document)  # the storage schemas are built for both documents, used by one
+    document["components"]["schemas"] = {k: v for k, v in document["components"]["schemas"].items() if k in used}
     if state().extras.get("authenticator") is not None:
         document["components"]["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
         document["security"] = [{"bearerAuth": []}]
