@@ -137,6 +137,7 @@ class PgConfig:
     pg_write_pool_connections: int = 5
     pg_acquire_timeout: int = 5
     pg_ssl_mode: str | None = None
+    pg_ssl_root_cert: str | None = None
     # embedded: explicit SQLite URL (default <data_dir>/catalog.sqlite)
     sqlite_path: str | None = None
 

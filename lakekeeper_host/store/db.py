@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+import ssl
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -236,19 +237,36 @@ SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
 
 
-def postgres_connect_options(ssl_mode: str | None, schema: str | None) -> dict[str, Any]:
-    """asyncpg connection options for ``PG_SSL_MODE`` (libpq's sslmode names) and ``PG_SCHEMA``
-    (the ``search_path`` of every connection; the migrations create the schema)."""
+def postgres_connect_options(ssl_mode: str | None, schema: str | None, root_cert: str | None = None) -> dict[str, Any]:
+    """asyncpg connection options for ``PG_SSL_MODE`` (libpq's sslmode names), ``PG_SSL_ROOT_CERT``
+    and ``PG_SCHEMA`` (the ``search_path`` of every connection; the migrations create the schema)."""
     options: dict[str, Any] = {}
     if ssl_mode:
         if ssl_mode not in SSL_MODES:
             raise ConfigError(f"LAKEKEEPER__PG_SSL_MODE: {ssl_mode!r} is not one of {', '.join(SSL_MODES)}")
         options["ssl"] = ssl_mode
+    if root_cert:
+        options["ssl"] = _verifying_context(ssl_mode, root_cert)
     if schema:
         if not _SCHEMA_NAME.match(schema):
             raise ConfigError(f"LAKEKEEPER__PG_SCHEMA: {schema!r} is not a plain identifier (letters, digits, _)")
         options["server_settings"] = {"search_path": schema}
     return options
+
+
+def _verifying_context(ssl_mode: str | None, root_cert: str) -> ssl.SSLContext:
+    """TLS that trusts ``root_cert``: the server's certificate must chain to it (``require`` too,
+    as libpq does when a root certificate is given); ``verify-full`` also checks the host name."""
+    if ssl_mode not in ("require", "verify-ca", "verify-full"):
+        raise ConfigError(
+            "LAKEKEEPER__PG_SSL_ROOT_CERT: needs LAKEKEEPER__PG_SSL_MODE require, verify-ca or verify-full"
+        )
+    try:
+        context = ssl.create_default_context(cafile=root_cert)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"LAKEKEEPER__PG_SSL_ROOT_CERT: cannot read {root_cert}: {exc}") from None
+    context.check_hostname = ssl_mode == "verify-full"
+    return context
 
 
 class _PostgresPool:
@@ -330,7 +348,7 @@ class Store(Executor):
 
     def __init__(self, write_url: str, read_url: str | None = None, *, pool: tuple[int, int] = (10, 5),
                  caches: StoreCaches | None = None, acquire_timeout: float | None = None,
-                 ssl_mode: str | None = None, schema: str | None = None):
+                 ssl_mode: str | None = None, schema: str | None = None, ssl_root_cert: str | None = None):
         self.write_url = write_url
         self.dialect = "sqlite" if write_url.startswith("sqlite") else "postgresql"
         self.caches = caches or StoreCaches()
@@ -340,7 +358,7 @@ class Store(Executor):
         if self.dialect == "postgresql":
             # an sslmode in the URL counts as PG_SSL_MODE (databases itself ignores it)
             ssl_mode = ssl_mode or parse_qs(urlsplit(write_url).query).get("sslmode", [None])[0]
-            self.connect_options = postgres_connect_options(ssl_mode, schema)
+            self.connect_options = postgres_connect_options(ssl_mode, schema, ssl_root_cert)
             options = {"acquire_timeout": acquire_timeout, "connect_options": self.connect_options}
             self._write: Any = _PostgresPool(write_url, write_pool, self.caches, **options)
             self._read: Any = (
@@ -363,7 +381,7 @@ class Store(Executor):
         pg = settings.pg
         return cls(*database_urls(settings), pool=(pg.pg_read_pool_connections, pg.pg_write_pool_connections),
                    caches=caches, acquire_timeout=pg.pg_acquire_timeout, ssl_mode=pg.pg_ssl_mode,
-                   schema=pg.pg_schema)
+                   schema=pg.pg_schema, ssl_root_cert=pg.pg_ssl_root_cert)
 
     async def connect(self) -> None:
         if self.dialect == "sqlite":

@@ -390,10 +390,17 @@ class PostgresServer(ManagedService):
 
     port: int = attrs.field(factory=free_port)
     bin_dir: Path = attrs.field(factory=postgres_bin_dir, converter=Path)
+    # serve TLS with a certificate for 127.0.0.1 signed by a throwaway CA (``ca_path``)
+    tls: bool = False
 
     @property
     def url(self) -> str:
         return f"postgresql://postgres@{LOOPBACK}:{self.port}/postgres"
+
+    @property
+    def ca_path(self) -> Path:
+        """The CA that signed the server certificate (with ``tls``)."""
+        return self.tmp_dir / "ca.pem"
 
     def create_database(self, name: str) -> str:
         return create_database(self.url, name)
@@ -414,6 +421,15 @@ class PostgresServer(ManagedService):
             )  # fmt: skip
         if result.returncode != 0:
             raise self._failure(f"initdb failed with code {result.returncode}")
+        if self.tls:
+            ca_pem, cert_pem, key_pem = self_signed_chain(LOOPBACK)
+            self.ca_path.write_bytes(ca_pem)
+            for name, data in (("server.crt", cert_pem), ("server.key", key_pem)):
+                path = self.tmp_dir / name
+                path.write_bytes(data)
+                path.chmod(0o600)  # postgres refuses a key others can read
+                if os.geteuid() == 0:
+                    shutil.chown(path, "postgres", "postgres")
 
     def _command(self) -> list[str]:
         settings = {
@@ -422,6 +438,9 @@ class PostgresServer(ManagedService):
             "synchronous_commit": "off",
             "full_page_writes": "off",
         }
+        if self.tls:
+            settings |= {"ssl": "on", "ssl_cert_file": str(self.tmp_dir / "server.crt"),
+                         "ssl_key_file": str(self.tmp_dir / "server.key")}  # fmt: skip
         options = [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
         return [str(self.bin_dir / "postgres"), "-D", str(self.tmp_dir / "data"), "-p", str(self.port),
                 "-k", str(self.tmp_dir), *options]  # fmt: skip
@@ -434,6 +453,44 @@ class PostgresServer(ManagedService):
         # The port opens before recovery finishes; pg_isready says when queries are accepted.
         probe = [str(self.bin_dir / "pg_isready"), "-q", "-h", LOOPBACK, "-p", str(self.port), "-U", "postgres"]
         self._poll_until(lambda: subprocess.run(probe, check=False).returncode == 0, deadline, "postgres")
+
+
+def self_signed_chain(ip: str) -> tuple[bytes, bytes, bytes]:
+    """(CA certificate, server certificate for ``ip``, server key), PEM: a throwaway TLS chain."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def certificate(subject: str, key: Any, issuer: str, signer: Any, *, ca: bool) -> x509.Certificate:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))]), critical=False
+            )
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = certificate("lakekeeper test CA", ca_key, "lakekeeper test CA", ca_key, ca=True)
+    server = certificate(ip, server_key, "lakekeeper test CA", ca_key, ca=False)
+    key_pem = server_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return ca.public_bytes(serialization.Encoding.PEM), server.public_bytes(serialization.Encoding.PEM), key_pem
 
 
 @contextlib.contextmanager

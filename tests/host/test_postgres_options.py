@@ -1,11 +1,15 @@
-"""The PostgreSQL connection settings Lakekeeper has: PG_SCHEMA, PG_SSL_MODE, PG_ACQUIRE_TIMEOUT.
+"""The PostgreSQL connection settings Lakekeeper has: PG_SCHEMA, PG_SSL_MODE, PG_SSL_ROOT_CERT,
+PG_ACQUIRE_TIMEOUT.
 
-All against the real PostgreSQL of the test run (fresh databases from ``pg_url_factory``).
+Against the real PostgreSQL of the test run (fresh databases from ``pg_url_factory``) and, for TLS,
+a throwaway cluster of our own that serves a certificate signed by a throwaway CA.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
+import uuid
 
 import asyncpg
 import httpx
@@ -16,6 +20,7 @@ from lakekeeper_host.store import Store
 from lakekeeper_host.store.db import PoolTimeout
 from lakekeeper_host.store.migrate import migrate
 from lakekeeper_host.testing.server import create_file_warehouse, start_server
+from lakekeeper_host.testing.services import PostgresServer, self_signed_chain
 
 
 def _asyncpg(url: str) -> str:
@@ -59,7 +64,7 @@ def test_two_catalogs_share_one_database_in_their_own_schemas(pg_url_factory, tm
     assert "public" not in tables  # nothing landed in the default schema
 
 
-async def test_ssl_mode_reaches_every_connection(pg_url_factory):
+async def test_ssl_mode_against_the_test_runs_postgres(pg_url_factory):
     url = pg_url_factory()
     plain = Store(_asyncpg(url), ssl_mode="disable")
     await plain.connect()
@@ -117,3 +122,69 @@ async def test_waiting_for_a_pooled_connection_is_bounded_by_the_acquire_timeout
         release.set()
         await holder
         await store.disconnect()
+
+
+SSL_QUERY = "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+
+
+@pytest.fixture(scope="module")
+def tls_postgres():
+    with PostgresServer(tls=True) as server:
+        yield server
+
+
+async def _uses_tls(store: Store) -> bool:
+    await store.connect()
+    try:
+        return await store.fetch_val(SSL_QUERY)
+    finally:
+        await store.disconnect()
+
+
+async def test_ssl_modes_and_root_certificate_against_a_tls_server(tls_postgres, tmp_path):
+    url = _asyncpg(tls_postgres.create_database(f"tls_{uuid.uuid4().hex[:8]}"))
+    ca = str(tls_postgres.ca_path)
+    assert await _uses_tls(Store(url, ssl_mode="disable")) is False
+    assert await _uses_tls(Store(url, ssl_mode="require")) is True
+    assert await _uses_tls(Store(url + "?sslmode=require")) is True
+    assert await _uses_tls(Store(url, ssl_mode="verify-full", ssl_root_cert=ca)) is True
+    assert await _uses_tls(Store(url, ssl_mode="verify-ca", ssl_root_cert=ca)) is True
+
+    foreign_ca = tmp_path / "other-ca.pem"
+    foreign_ca.write_bytes(self_signed_chain("127.0.0.1")[0])
+    with pytest.raises(ssl.SSLCertVerificationError):  # a server the given CA did not sign
+        await _uses_tls(Store(url, ssl_mode="verify-full", ssl_root_cert=str(foreign_ca)))
+    with pytest.raises(ssl.SSLCertVerificationError):  # require with a root certificate verifies, as libpq
+        await _uses_tls(Store(url, ssl_mode="require", ssl_root_cert=str(foreign_ca)))
+
+    with pytest.raises(ConfigError, match="LAKEKEEPER__PG_SSL_ROOT_CERT: needs LAKEKEEPER__PG_SSL_MODE require"):
+        Store(url, ssl_mode="prefer", ssl_root_cert=ca)
+    with pytest.raises(ConfigError, match="LAKEKEEPER__PG_SSL_ROOT_CERT: cannot read"):
+        Store(url, ssl_mode="verify-full", ssl_root_cert=str(tmp_path / "missing.pem"))
+
+
+def test_a_server_verifying_its_database_keeps_every_connection_on_tls(tls_postgres, tmp_path):
+    plain_url = tls_postgres.create_database(f"tls_{uuid.uuid4().hex[:8]}")
+    env = {"LAKEKEEPER__PG_SSL_MODE": "verify-full", "LAKEKEEPER__PG_SSL_ROOT_CERT": str(tls_postgres.ca_path)}
+    server = start_server(env, pg_url=plain_url)
+    try:
+        create_file_warehouse(server.url, "over-tls", str(tmp_path))
+        database = plain_url.rsplit("/", 1)[1]
+
+        async def sessions() -> list[tuple[str, bool]]:
+            connection = await asyncpg.connect(plain_url, ssl="disable")
+            try:
+                rows = await connection.fetch(
+                    "SELECT a.application_name, s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) "
+                    "WHERE a.datname = $1 AND a.pid <> pg_backend_pid()",
+                    database,
+                )
+            finally:
+                await connection.close()
+            return [(r["application_name"], r["ssl"]) for r in rows]
+
+        found = asyncio.run(sessions())
+    finally:
+        server.close()
+    assert found and all(on_tls for _, on_tls in found), found
+    assert "lakekeeper-change-feed" in {name for name, _ in found}  # the LISTEN connection too
