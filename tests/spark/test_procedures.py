@@ -98,3 +98,32 @@ def test_maintenance_procedures(spark, spark_catalog, catalog, rows):
     table = catalog.load_table(("db", "metrics"))
     assert [s.snapshot_id for s in table.snapshots()] == [table.metadata.current_snapshot_id]
     assert table.scan().to_arrow().num_rows == 9
+
+
+def test_maintenance_target_file_size_decides_how_compaction_splits(spark, spark_catalog, rows):
+    """The maintenance job passes ``rewrite-data-files.target-file-size-bytes`` to Spark: with the
+    default target the small files become one; with a target below their size each stays its own
+    file (the split size follows the target), while the rows stay the same."""
+    from lakekeeper_host.spark_maintenance import maintain_table, parse_policy
+
+    c = spark_catalog
+    spark.sql(f"CREATE NAMESPACE {c}.sized")
+    results = {}
+    for name, target in (("default_target", None), ("tiny_target", 64)):
+        t = f"{c}.sized.{name}"
+        spark.sql(f"CREATE TABLE {t} (id INT, note STRING) USING iceberg")
+        for batch in range(4):
+            spark.sql(f"INSERT INTO {t} VALUES ({batch}, '{'x' * 200}')")
+        expected = rows(f"SELECT * FROM {t} ORDER BY id")
+        policy = parse_policy({
+            "rewrite-data-files": {"min-input-files": 2, "target-file-size-bytes": target},
+            "rewrite-manifests": {"enabled": False}, "expire-snapshots": {"enabled": False},
+            "remove-orphan-files": {"enabled": False},
+        })  # fmt: skip
+        figures = maintain_table(spark, ("sized", name), policy, catalog_name=c)
+        assert rows(f"SELECT * FROM {t} ORDER BY id") == expected
+        files = rows(f"SELECT count(*) FROM {t}.files")[0][0]
+        results[name] = (figures["data-files-rewritten"], figures["data-files-added"], files)
+    assert results["default_target"] == (4, 1, 1)
+    _, added, files = results["tiny_target"]
+    assert added > 1 and files > 1, results
