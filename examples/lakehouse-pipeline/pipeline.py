@@ -559,15 +559,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orders", type=int, default=1500, help="number of orders to generate")
     args = parser.parse_args(argv)
 
+    from pyspark.sql import SparkSession
+
     dataset = generate_dataset(args.seed, orders=args.orders)
     print(dataset.describe(), flush=True)
+    borrowed = SparkSession.getActiveSession() is not None  # e.g. a notebook kernel's: it stays up
     spark = start_spark(args.catalog_uri, args.warehouse, spark_catalog=args.spark_catalog, master=args.master,
                         token=args.token, jars_mode=args.jars_mode)  # fmt: skip
     try:
         result = run_pipeline(spark, args.catalog_uri, args.warehouse, spark_catalog=args.spark_catalog,
                               token=args.token, dataset=dataset)  # fmt: skip
     finally:
-        spark.stop()
+        if not borrowed:
+            spark.stop()
     print(format_summary(result))
     return 0 if result.engines_agree else 1
 

@@ -169,6 +169,20 @@ def test_pipeline_end_to_end_on_the_embedded_default(pipeline, spark, server, wa
     assert not spark.sql(f"SHOW VIEWS IN {lake.table('gold')}").collect()
 
 
+@pytest.mark.parametrize("server", ["sqlite"], indirect=True)
+def test_the_command_line_runs_the_pipeline_and_reports_agreement(pipeline, spark, server, warehouse, capsys):
+    """``python pipeline.py --catalog-uri ... --warehouse ...`` as the README runs it (a small dataset;
+    the run's Spark session is borrowed, and left running)."""
+    code = pipeline.main([
+        "--catalog-uri", server.catalog_url, "--warehouse", warehouse["name"],
+        "--spark-catalog", spark_catalog_name(warehouse), "--orders", "120",
+    ])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "Row counts:" in printed and "identical" in printed and "DIFFERENT" not in printed
+    assert spark.sql("SELECT 1").collect()[0][0] == 1  # the borrowed session is still up
+
+
 # ---------------------------------------------------------------------------------------------
 # the notebook, on PostgreSQL
 
