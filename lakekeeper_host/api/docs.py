@@ -275,8 +275,80 @@ REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
     ),
     "management_maintenance.set_table_maintenance": ("lakekeeper_host.spark_maintenance", "MaintenancePolicy"),
 }
-# endpoint -> the pyiceberg model of its 200 answer (what PyIceberg's RestCatalog parses)
+_TEXT_OR_NULL = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+_INSTANT_OR_NULL = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}
+_NEXT_PAGE = {"next-page-token": _TEXT_OR_NULL}
+
+
+def _list_of(key: str, item: str) -> dict[str, Any]:
+    return {"type": "object", "required": [key],
+            "properties": {key: {"type": "array", "items": _schema_ref(item)}, **_NEXT_PAGE}}  # fmt: skip
+
+
+# the Management API's answers (Lakekeeper's shapes; the handlers build them as JSON)
+_MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
+    "ServerInfo": {
+        "type": "object", "required": ["version", "server-id", "bootstrapped"],
+        "properties": {"version": {"type": "string"}, "server-id": {"type": "string"},
+                       "bootstrapped": {"type": "boolean"}, "default-project-id": _TEXT_OR_NULL,
+                       "authz-backend": {"type": "string"}, "queues": _STRINGS},
+    },
+    "Project": {
+        "type": "object", "required": ["project-id", "project-name"],
+        "properties": {"project-id": {"type": "string"}, "project-name": {"type": "string"}},
+    },
+    "ProjectList": _list_of("projects", "Project"),
+    "CreateProjectResponse": {
+        "type": "object", "required": ["project-id"], "properties": {"project-id": {"type": "string"}},
+    },
+    "Warehouse": {
+        "type": "object",
+        "required": ["id", "name", "project-id", "storage-profile", "delete-profile", "status", "protected"],
+        "properties": {
+            "id": {"type": "string"}, "warehouse-id": {"type": "string"}, "name": {"type": "string"},
+            "project-id": {"type": "string"}, "storage-profile": _schema_ref("StorageProfile"),
+            "delete-profile": {"type": "object", "required": ["type"], "properties": {
+                "type": {"enum": ["hard", "soft"]}, "expiration-seconds": {"type": "integer"}}},
+            "status": {"enum": ["active", "inactive"]}, "protected": {"type": "boolean"},
+            "allowed-format-versions": {"type": "array", "items": {"type": "integer"}},
+            "default-format-version": {"type": "integer"}, "updated-at": _INSTANT_OR_NULL,
+        },
+    },
+    "WarehouseList": _list_of("warehouses", "Warehouse"),
+    "User": {
+        "type": "object", "required": ["id", "name", "user-type"],
+        "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "email": _TEXT_OR_NULL,
+                       "user-type": {"enum": ["human", "application"]}, "last-updated-with": {"type": "string"},
+                       "created-at": {"type": "string", "format": "date-time"}, "updated-at": _INSTANT_OR_NULL},
+    },
+    "UserList": _list_of("users", "User"),
+    "Role": {
+        "type": "object", "required": ["id", "name", "project-id"],
+        "properties": {"id": {"type": "string"}, "ident": {"type": "string"}, "name": {"type": "string"},
+                       "description": _TEXT_OR_NULL, "project-id": {"type": "string"},
+                       "provider-id": {"type": "string"}, "source-id": {"type": "string"},
+                       "created-at": {"type": "string", "format": "date-time"}, "updated-at": _INSTANT_OR_NULL},
+    },
+    "RoleList": _list_of("roles", "Role"),
+}  # fmt: skip
+# endpoint -> the model of its answer: a pyiceberg model (what PyIceberg's RestCatalog parses) or
+# one of _MANAGEMENT_ANSWERS
 RESPONSES: dict[str, str | tuple[str, ...]] = {
+    "management.info": "ServerInfo",
+    "management.create_project": "CreateProjectResponse",
+    "management.list_projects": "ProjectList",
+    "management.get_project": "Project",
+    "management.get_project_by_id": "Project",
+    "management_warehouses.create_warehouse": "Warehouse",
+    "management_warehouses.get_warehouse": "Warehouse",
+    "management_warehouses.list_warehouses": "WarehouseList",
+    "management_users.whoami": "User",
+    "management_users.create_user": "User",
+    "management_users.get_user": "User",
+    "management_users.list_users": "UserList",
+    "management_users.create_role": "Role",
+    "management_users.get_role": "Role",
+    "management_users.list_roles": "RoleList",
     "catalog.get_config": "ConfigResponse",
     "catalog.list_namespaces": "ListNamespaceResponse",
     "catalog.create_namespace": "NamespaceResponse",
@@ -327,6 +399,15 @@ def _body_model(endpoint: str, view: Any) -> Any:
             target = getattr(target, part)
         return target
     return {} if "json_body()" in source else None
+
+
+def _answer_schema(schemas: Schemas, name: str) -> dict[str, Any]:
+    if name in _MANAGEMENT_ANSWERS:
+        for referenced in re.findall(r"#/components/schemas/(\w+)", repr(_MANAGEMENT_ANSWERS[name])):
+            if referenced in _MANAGEMENT_ANSWERS:
+                _answer_schema(schemas, referenced)
+        return schemas.add(name, _MANAGEMENT_ANSWERS[name])
+    return schemas.of(_rest_model(name))
 
 
 def _schema(schemas: Schemas, model: Any) -> dict[str, Any]:
@@ -408,9 +489,11 @@ def _operation(
     answer = RESPONSES.get(endpoint) if method != "head" else None
     if answer is not None:
         names = answer if isinstance(answer, tuple) else (answer,)
-        choices = [schemas.of(_rest_model(name)) for name in names]
+        choices = [_answer_schema(schemas, name) for name in names]
         schema = choices[0] if len(choices) == 1 else {"oneOf": choices}
-        responses["200"]["content"] = {"application/json": {"schema": schema}}
+        for status in statuses:
+            if status in (200, 201):
+                responses[str(status)]["content"] = {"application/json": {"schema": schema}}
     operation: dict[str, Any] = {
         "summary": doc[0] if doc else re.sub(r"([A-Z])", r" \1", operation_id).capitalize(),
         "operationId": unique,

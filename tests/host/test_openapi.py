@@ -326,3 +326,31 @@ def test_documented_answers_describe_what_the_server_answers(documents, sqlite_s
     assert answers[table_path].json()["metadata"]["snapshots"], "the validated answer has a snapshot to check"
     table_schema = validator(catalog_doc, answer_schema(catalog_doc, table_path))
     assert not table_schema.is_valid({"metadata": {"format-version": 2}})  # not vacuous
+
+
+def test_documented_management_answers_describe_what_the_server_answers(documents, sqlite_server, tmp_path):
+    document = documents["management"]
+    base = f"{sqlite_server.url}/management/v1"
+    name = f"docs-{uuid.uuid4().hex[:8]}"
+    calls = [  # (documented path, method, status, the call)
+        ("/management/v1/info", "get", 200, lambda: httpx.get(f"{base}/info")),
+        ("/management/v1/project", "post", 201, lambda: httpx.post(f"{base}/project", json={"project-name": name})),
+        ("/management/v1/project", "get", 200, lambda: httpx.get(f"{base}/project")),
+        ("/management/v1/project-list", "get", 200, lambda: httpx.get(f"{base}/project-list")),
+        ("/management/v1/warehouse", "post", 201, lambda: httpx.post(f"{base}/warehouse", json={
+            "warehouse-name": name, "storage-profile": {"type": "file", "root": str(tmp_path)},
+            "delete-profile": {"type": "soft", "expiration-seconds": 3600}})),
+        ("/management/v1/warehouse", "get", 200, lambda: httpx.get(f"{base}/warehouse")),
+        ("/management/v1/user", "post", 201, lambda: httpx.post(f"{base}/user", json={
+            "id": f"oidc~{name}", "name": "Docs", "user-type": "human", "email": "docs@example.com"})),
+        ("/management/v1/user", "get", 200, lambda: httpx.get(f"{base}/user")),
+        ("/management/v1/role", "post", 201, lambda: httpx.post(f"{base}/role", json={"name": name})),
+        ("/management/v1/role", "get", 200, lambda: httpx.get(f"{base}/role")),
+    ]  # fmt: skip
+    for path, method, status, call in calls:
+        response = call()
+        assert response.status_code == status, (path, method, response.text)
+        schema = document["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
+        validator(document, schema).validate(response.json())
+    warehouse = deref(document, {"$ref": "#/components/schemas/Warehouse"})
+    assert not validator(document, warehouse).is_valid({"id": "x", "name": "w"})  # not vacuous
