@@ -93,10 +93,6 @@ _BOOL = {"type": "boolean", "default": False}
 _LIST_OF_STRINGS = {"type": "array", "items": {"type": "string"}}
 
 
-def _schema_ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
 PARAMETERS: dict[str, dict[str, Any]] = {
     "pageToken": _query("pageToken", {"type": "string"}, "Continue a listing: the previous page's next-page-token"),
     "pageSize": _query("pageSize", {"type": "integer", "minimum": 1},
@@ -212,41 +208,7 @@ SUCCESS: dict[str, tuple[int, ...]] = {
 }
 # ---------------------------------------------------------------- bodies and answers
 
-_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
-_STRINGS = {"type": "array", "items": {"type": "string"}}
-# request bodies the handlers parse by hand (the Iceberg REST spec's shapes)
-_HAND_SCHEMAS: dict[str, dict[str, Any]] = {
-    "CreateNamespaceRequest": {
-        "type": "object", "required": ["namespace"],
-        "properties": {"namespace": _STRINGS, "properties": _STRING_MAP},
-    },
-    "UpdateNamespacePropertiesRequest": {
-        "type": "object", "properties": {"removals": _STRINGS, "updates": _STRING_MAP},
-    },
-    "RenameTableRequest": {
-        "type": "object", "required": ["source", "destination"],
-        "properties": {"source": _schema_ref("TableIdentifier"), "destination": _schema_ref("TableIdentifier")},
-    },
-    "CommitTransactionRequest": {
-        "type": "object", "required": ["table-changes"],
-        "properties": {"table-changes": {"type": "array", "items": _schema_ref("CommitTableRequest")}},
-    },
-    "CommitViewRequest": {
-        "type": "object", "required": ["updates"],
-        "properties": {
-            "identifier": _schema_ref("TableIdentifier"),
-            "requirements": {"type": "array", "items": {"type": "object", "required": ["type"]}},
-            "updates": {"type": "array", "items": {"type": "object", "required": ["action"]}},
-        },
-    },
-    "ReportMetricsRequest": {
-        "type": "object", "required": ["report-type"],
-        "description": "A ScanReport or CommitReport (stored per table; see the management metrics endpoint)",
-        "properties": {"report-type": {"enum": ["scan-report", "commit-report"]}, "table-name": {"type": "string"},
-                       "snapshot-id": {"type": "integer"}},
-    },
-}  # fmt: skip
-# endpoint -> the body it reads: a pyiceberg model name, a _HAND_SCHEMAS name, or an attrs class
+# endpoint -> the body it reads: a schema name (Schemas.named) or an attrs class
 # (handlers that structure their body themselves are found in their source, see _body_model)
 REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
     "catalog.create_namespace": "CreateNamespaceRequest",
@@ -275,64 +237,8 @@ REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
     ),
     "management_maintenance.set_table_maintenance": ("lakekeeper_host.spark_maintenance", "MaintenancePolicy"),
 }
-_TEXT_OR_NULL = {"anyOf": [{"type": "string"}, {"type": "null"}]}
-_INSTANT_OR_NULL = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}
-_NEXT_PAGE = {"next-page-token": _TEXT_OR_NULL}
-
-
-def _list_of(key: str, item: str) -> dict[str, Any]:
-    return {"type": "object", "required": [key],
-            "properties": {key: {"type": "array", "items": _schema_ref(item)}, **_NEXT_PAGE}}  # fmt: skip
-
-
-# the Management API's answers (Lakekeeper's shapes; the handlers build them as JSON)
-_MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
-    "ServerInfo": {
-        "type": "object", "required": ["version", "server-id", "bootstrapped"],
-        "properties": {"version": {"type": "string"}, "server-id": {"type": "string"},
-                       "bootstrapped": {"type": "boolean"}, "default-project-id": _TEXT_OR_NULL,
-                       "authz-backend": {"type": "string"}, "queues": _STRINGS},
-    },
-    "Project": {
-        "type": "object", "required": ["project-id", "project-name"],
-        "properties": {"project-id": {"type": "string"}, "project-name": {"type": "string"}},
-    },
-    "ProjectList": _list_of("projects", "Project"),
-    "CreateProjectResponse": {
-        "type": "object", "required": ["project-id"], "properties": {"project-id": {"type": "string"}},
-    },
-    "Warehouse": {
-        "type": "object",
-        "required": ["id", "name", "project-id", "storage-profile", "delete-profile", "status", "protected"],
-        "properties": {
-            "id": {"type": "string"}, "warehouse-id": {"type": "string"}, "name": {"type": "string"},
-            "project-id": {"type": "string"}, "storage-profile": _schema_ref("StorageProfile"),
-            "delete-profile": {"type": "object", "required": ["type"], "properties": {
-                "type": {"enum": ["hard", "soft"]}, "expiration-seconds": {"type": "integer"}}},
-            "status": {"enum": ["active", "inactive"]}, "protected": {"type": "boolean"},
-            "allowed-format-versions": {"type": "array", "items": {"type": "integer"}},
-            "default-format-version": {"type": "integer"}, "updated-at": _INSTANT_OR_NULL,
-        },
-    },
-    "WarehouseList": _list_of("warehouses", "Warehouse"),
-    "User": {
-        "type": "object", "required": ["id", "name", "user-type"],
-        "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "email": _TEXT_OR_NULL,
-                       "user-type": {"enum": ["human", "application"]}, "last-updated-with": {"type": "string"},
-                       "created-at": {"type": "string", "format": "date-time"}, "updated-at": _INSTANT_OR_NULL},
-    },
-    "UserList": _list_of("users", "User"),
-    "Role": {
-        "type": "object", "required": ["id", "name", "project-id"],
-        "properties": {"id": {"type": "string"}, "ident": {"type": "string"}, "name": {"type": "string"},
-                       "description": _TEXT_OR_NULL, "project-id": {"type": "string"},
-                       "provider-id": {"type": "string"}, "source-id": {"type": "string"},
-                       "created-at": {"type": "string", "format": "date-time"}, "updated-at": _INSTANT_OR_NULL},
-    },
-    "RoleList": _list_of("roles", "Role"),
-}  # fmt: skip
-# endpoint -> the model of its answer: a pyiceberg model (what PyIceberg's RestCatalog parses) or
-# one of _MANAGEMENT_ANSWERS
+# endpoint -> the schema of its answer (Schemas.named): a pyiceberg model, what PyIceberg's
+# RestCatalog parses, or one of the Management API's answers
 RESPONSES: dict[str, str | tuple[str, ...]] = {
     "management.info": "ServerInfo",
     "management.create_project": "CreateProjectResponse",
@@ -372,12 +278,6 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
 _STRUCTURED = re.compile(r"structure_body\(\s*await json_body\(\)\s*,\s*([\w.]+)\s*\)")
 
 
-def _rest_model(name: str) -> Any:
-    from pyiceberg.catalog import rest
-
-    return getattr(rest, name)
-
-
 def _body_model(endpoint: str, view: Any) -> Any:
     """What the handler's body is parsed into; ``{}`` (any JSON) when it reads one by hand, None
     when it reads none."""
@@ -401,24 +301,9 @@ def _body_model(endpoint: str, view: Any) -> Any:
     return {} if "json_body()" in source else None
 
 
-def _answer_schema(schemas: Schemas, name: str) -> dict[str, Any]:
-    if name in _MANAGEMENT_ANSWERS:
-        for referenced in re.findall(r"#/components/schemas/(\w+)", repr(_MANAGEMENT_ANSWERS[name])):
-            if referenced in _MANAGEMENT_ANSWERS:
-                _answer_schema(schemas, referenced)
-        return schemas.add(name, _MANAGEMENT_ANSWERS[name])
-    return schemas.of(_rest_model(name))
-
-
 def _schema(schemas: Schemas, model: Any) -> dict[str, Any]:
     if isinstance(model, str):
-        if model in _HAND_SCHEMAS:
-            if model in ("RenameTableRequest", "CommitViewRequest"):
-                schemas.of(_rest_model("TableIdentifier"))
-            if model == "CommitTransactionRequest":
-                schemas.of(_rest_model("CommitTableRequest"))
-            return schemas.add(model, _HAND_SCHEMAS[model])
-        return schemas.of(_rest_model(model))
+        return schemas.named(model)
     return schemas.of(model) if model != {} else {"type": "object"}
 
 
@@ -489,7 +374,7 @@ def _operation(
     answer = RESPONSES.get(endpoint) if method != "head" else None
     if answer is not None:
         names = answer if isinstance(answer, tuple) else (answer,)
-        choices = [_answer_schema(schemas, name) for name in names]
+        choices = [schemas.named(name) for name in names]
         schema = choices[0] if len(choices) == 1 else {"oneOf": choices}
         for status in statuses:
             if status in (200, 201):
@@ -550,7 +435,7 @@ def build_openapi(prefix: str, title: str) -> dict:
         "paths": {path: dict(sorted(ops.items())) for path, ops in sorted(paths.items())},
         "components": {
             **COMPONENTS,
-            "schemas": {**COMPONENTS["schemas"], **dict(sorted(schemas.named.items()))},
+            "schemas": {**COMPONENTS["schemas"], **dict(sorted(schemas.collected.items()))},
             "parameters": _used_parameters(paths),
         },
     }

@@ -9,6 +9,7 @@ drift from what the server accepts.
 from __future__ import annotations
 
 import enum
+import re
 import types
 import typing
 import uuid
@@ -39,16 +40,31 @@ def ref(name: str) -> dict[str, str]:
 
 
 class Schemas:
-    """Collects named schemas for ``components.schemas``; ``of()`` answers a ``$ref`` to one."""
+    """Collects the schemas of ``components.schemas``; ``of()`` and ``named()`` answer a ``$ref`` to one."""
 
     def __init__(self, field_overrides: Mapping[str, dict[str, Any]] | None = None) -> None:
-        self.named: dict[str, dict[str, Any]] = {}
+        self.collected: dict[str, dict[str, Any]] = {}
         # attrs field name -> schema used instead of the annotation (e.g. storage_profile -> the
         # registered storage profiles)
         self.field_overrides = dict(field_overrides or {})
 
     def add(self, name: str, schema: dict[str, Any]) -> dict[str, str]:
-        self.named.setdefault(name, schema)
+        self.collected.setdefault(name, schema)
+        return ref(name)
+
+    def named(self, name: str) -> dict[str, Any]:
+        """A hand-written shape (``HAND_SCHEMAS``, ``MANAGEMENT_ANSWERS``, with what they refer to),
+        else the pyiceberg REST model of that name."""
+        written = HAND_SCHEMAS.get(name) or MANAGEMENT_ANSWERS.get(name)
+        if written is None:
+            from pyiceberg.catalog import rest
+
+            return self.of(getattr(rest, name))
+        if name not in self.collected:
+            self.add(name, written)
+            for referenced in re.findall(r"#/components/schemas/(\w+)", repr(written)):
+                if referenced not in self.collected:
+                    self.named(referenced)
         return ref(name)
 
     def of(self, model: Any) -> dict[str, Any]:
@@ -66,15 +82,15 @@ class Schemas:
     def _pydantic(self, model: Any) -> dict[str, Any]:
         schema = model.model_json_schema(by_alias=True, ref_template=SCHEMA_REF, mode="validation")
         for name, definition in schema.pop("$defs", {}).items():
-            self.named.setdefault(name, WIRE_FORMS.get(name, _omittable_nulls(definition)))
+            self.collected.setdefault(name, WIRE_FORMS.get(name, _omittable_nulls(definition)))
         return self.add(model.__name__, WIRE_FORMS.get(model.__name__, _omittable_nulls(schema)))
 
 
     def _attrs(self, cls: type) -> dict[str, Any]:
         name = cls.__name__
-        if name in self.named:
+        if name in self.collected:
             return ref(name)
-        self.named[name] = {}  # placeholder: recursive classes refer to it
+        self.collected[name] = {}  # placeholder: recursive classes refer to it
         hints = typing.get_type_hints(cls)
         properties: dict[str, Any] = {}
         required: list[str] = []
@@ -94,7 +110,7 @@ class Schemas:
         description = _description(cls)
         if description:
             schema["description"] = description
-        self.named[name] = schema
+        self.collected[name] = schema
         return ref(name)
 
     def type(self, annotation: Any) -> dict[str, Any]:
@@ -180,3 +196,98 @@ def _omittable_nulls(schema: dict[str, Any]) -> dict[str, Any]:
     if "required" in schema:
         schema = {**schema, "required": [name for name in schema["required"] if not nullable(name)]}
     return schema
+
+
+# ---------------------------------------------------------------- hand-written shapes
+
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+# request bodies the handlers parse by hand (the Iceberg REST spec's shapes)
+HAND_SCHEMAS: dict[str, dict[str, Any]] = {
+    "CreateNamespaceRequest": {
+        "type": "object", "required": ["namespace"],
+        "properties": {"namespace": _STRINGS, "properties": _STRING_MAP},
+    },
+    "UpdateNamespacePropertiesRequest": {
+        "type": "object", "properties": {"removals": _STRINGS, "updates": _STRING_MAP},
+    },
+    "RenameTableRequest": {
+        "type": "object", "required": ["source", "destination"],
+        "properties": {"source": ref("TableIdentifier"), "destination": ref("TableIdentifier")},
+    },
+    "CommitTransactionRequest": {
+        "type": "object", "required": ["table-changes"],
+        "properties": {"table-changes": {"type": "array", "items": ref("CommitTableRequest")}},
+    },
+    "CommitViewRequest": {
+        "type": "object", "required": ["updates"],
+        "properties": {
+            "identifier": ref("TableIdentifier"),
+            "requirements": {"type": "array", "items": {"type": "object", "required": ["type"]}},
+            "updates": {"type": "array", "items": {"type": "object", "required": ["action"]}},
+        },
+    },
+    "ReportMetricsRequest": {
+        "type": "object", "required": ["report-type"],
+        "description": "A ScanReport or CommitReport (stored per table; see the management metrics endpoint)",
+        "properties": {"report-type": {"enum": ["scan-report", "commit-report"]}, "table-name": {"type": "string"},
+                       "snapshot-id": {"type": "integer"}},
+    },
+}  # fmt: skip
+
+_TEXT_OR_NULL = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+_INSTANT_OR_NULL = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}
+_NEXT_PAGE = {"next-page-token": _TEXT_OR_NULL}
+
+
+def _list_of(key: str, item: str) -> dict[str, Any]:
+    return {"type": "object", "required": [key],
+            "properties": {key: {"type": "array", "items": ref(item)}, **_NEXT_PAGE}}  # fmt: skip
+
+
+# the Management API's answers (Lakekeeper's shapes; the handlers build them as JSON)
+MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
+    "ServerInfo": {
+        "type": "object", "required": ["version", "server-id", "bootstrapped"],
+        "properties": {"version": {"type": "string"}, "server-id": {"type": "string"},
+                       "bootstrapped": {"type": "boolean"}, "default-project-id": _TEXT_OR_NULL,
+                       "authz-backend": {"type": "string"}, "queues": _STRINGS},
+    },
+    "Project": {
+        "type": "object", "required": ["project-id", "project-name"],
+        "properties": {"project-id": {"type": "string"}, "project-name": {"type": "string"}},
+    },
+    "ProjectList": _list_of("projects", "Project"),
+    "CreateProjectResponse": {
+        "type": "object", "required": ["project-id"], "properties": {"project-id": {"type": "string"}},
+    },
+    "Warehouse": {
+        "type": "object",
+        "required": ["id", "name", "project-id", "storage-profile", "delete-profile", "status", "protected"],
+        "properties": {
+            "id": {"type": "string"}, "warehouse-id": {"type": "string"}, "name": {"type": "string"},
+            "project-id": {"type": "string"}, "storage-profile": ref("StorageProfile"),
+            "delete-profile": {"type": "object", "required": ["type"], "properties": {
+                "type": {"enum": ["hard", "soft"]}, "expiration-seconds": {"type": "integer"}}},
+            "status": {"enum": ["active", "inactive"]}, "protected": {"type": "boolean"},
+            "allowed-format-versions": {"type": "array", "items": {"type": "integer"}},
+            "default-format-version": {"type": "integer"}, "updated-at": _INSTANT_OR_NULL,
+        },
+    },
+    "WarehouseList": _list_of("warehouses", "Warehouse"),
+    "User": {
+        "type": "object", "required": ["id", "name", "user-type"],
+        "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "email": _TEXT_OR_NULL,
+                       "user-type": {"enum": ["human", "application"]}, "last-updated-with": {"type": "string"},
+                       "created-at": {"type": "string", "format": "date-time"}, "updated-at": _INSTANT_OR_NULL},
+    },
+    "UserList": _list_of("users", "User"),
+    "Role": {
+        "type": "object", "required": ["id", "name", "project-id"],
+        "properties": {"id": {"type": "string"}, "ident": {"type": "string"}, "name": {"type": "string"},
+                       "description": _TEXT_OR_NULL, "project-id": {"type": "string"},
+                       "provider-id": {"type": "string"}, "source-id": {"type": "string"},
+                       "created-at": {"type": "string", "format": "date-time"}, "updated-at": _INSTANT_OR_NULL},
+    },
+    "RoleList": _list_of("roles", "Role"),
+}  # fmt: skip
