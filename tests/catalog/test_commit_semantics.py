@@ -72,6 +72,12 @@ class FaultyCatalog:
         assert status == 200, body
         return body
 
+    async def create_view(self, name: str) -> tuple[str, Path]:
+        """A new view: its metadata location and the directory of its metadata files."""
+        status, body = await self.request("POST", "/namespaces/ns/views", view_body(name))
+        assert status == 200, body
+        return body["metadata-location"], Path(urlsplit(body["metadata"]["location"]).path) / "metadata"
+
     async def load(self, kind: str, name: str) -> dict[str, Any]:
         status, body = await self.request("GET", f"/namespaces/ns/{kind}/{name}")
         assert status == 200, body
@@ -188,10 +194,7 @@ async def test_commit_cancelled_by_max_request_time_after_it_landed_is_a_success
 
 
 async def test_view_commit_with_an_unknown_outcome_is_settled_like_a_table_commit(faulty, faults):
-    status, body = await faulty.request("POST", "/namespaces/ns/views", view_body("v"))
-    assert status == 200, body
-    before = body["metadata-location"]
-    view_files = Path(urlsplit(body["metadata"]["location"]).path) / "metadata"
+    before, view_files = await faulty.create_view("v")
 
     faults.arm("commit-lost")
     status, body = await faulty.request("POST", "/namespaces/ns/views/v", {"updates": SET_COMMENT})
@@ -229,10 +232,7 @@ async def test_retries_exhausted_is_a_409_whose_message_reads_once(faulty, fault
 async def test_view_commit_that_always_loses_the_race_is_a_409_and_leaves_the_view_as_it_was(faulty, faults):
     """The view path of the table test above: every compare-and-swap of a view commit loses, the
     server retries against the latest metadata, gives up with 409, and no attempt's file remains."""
-    status, body = await faulty.request("POST", "/namespaces/ns/views", view_body("contended-view"))
-    assert status == 200, body
-    before = body["metadata-location"]
-    view_files = Path(urlsplit(body["metadata"]["location"]).path) / "metadata"
+    before, view_files = await faulty.create_view("contended-view")
     faults.arm("lose-race")
     status, body = await faulty.request("POST", "/namespaces/ns/views/contended-view", {"updates": SET_COMMENT})
     faults.disarm()

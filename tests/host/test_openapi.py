@@ -167,6 +167,15 @@ def handler_functions(view) -> list:
     return found
 
 
+def served(url_map, name: str):
+    """(rule, its handler functions, their source) of every route under one API's prefix."""
+    rules, views = url_map
+    for rule in rules.iter_rules():
+        if rule.rule.startswith(PREFIXES[name]):
+            functions = handler_functions(views[rule.endpoint])
+            yield rule, functions, "\n".join(inspect.getsource(f) for f in functions)
+
+
 def success_statuses(function) -> set[int]:
     """Statuses the function's ``json_response`` / ``empty`` / ``Reply`` calls can answer."""
     codes: set[int] = set()
@@ -198,12 +207,7 @@ def success_statuses(function) -> set[int]:
 @pytest.mark.parametrize("name", list(PREFIXES))
 def test_documented_parameters_and_statuses_are_what_the_handlers_read_and_answer(documents, url_map, name):
     document = documents[name]
-    rules, views = url_map
-    for rule in rules.iter_rules():
-        if not rule.rule.startswith(PREFIXES[name]):
-            continue
-        functions = handler_functions(views[rule.endpoint])
-        source = "\n".join(inspect.getsource(f) for f in functions)
+    for rule, functions, source in served(url_map, name):
         documented = document["paths"][openapi_path(rule.rule)]
         methods = [m.lower() for m in rule.methods - {"OPTIONS", "HEAD"}]
         if "get" in methods and "head" in documented:
@@ -238,11 +242,7 @@ def answer_schema(document: dict, path: str, method: str = "get") -> dict:
 @pytest.mark.parametrize("name", list(PREFIXES))
 def test_operations_that_read_a_body_document_it(documents, url_map, name):
     document = documents[name]
-    rules, views = url_map
-    for rule in rules.iter_rules():
-        if not rule.rule.startswith(PREFIXES[name]):
-            continue
-        source = "\n".join(inspect.getsource(f) for f in handler_functions(views[rule.endpoint]))
+    for rule, _, source in served(url_map, name):
         for method in {m.lower() for m in rule.methods} & {"post", "put"}:
             operation = document["paths"][openapi_path(rule.rule)][method]
             reads_body = "json_body(" in source
