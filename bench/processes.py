@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,16 +248,24 @@ class SeaweedIceberg(SeaweedS3):
                 "sigv4": {"access_key": self.access_key, "secret_key": self.secret_key, "region": self.region}}
 
     def wait_catalog(self, timeout: float = 30) -> None:
-        """The Iceberg port opens after S3; ready once config names the bucket's prefix."""
+        """The Iceberg port opens after S3 and config answers before ``-tableBucket`` has created
+        the bucket: ready once a signed namespace listing in the bucket answers 200."""
+        from bench.client import SigV4Signer
+
+        signer = SigV4Signer(self.access_key, self.secret_key, self.region)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
+            with contextlib.suppress(httpx.HTTPError, ValueError):
                 response = httpx.get(f"{self.iceberg_uri}/v1/config",
                                      params={"warehouse": f"s3://{self.table_bucket}/"}, timeout=1)
-                if response.status_code == 200 and response.json().get("overrides", {}).get("prefix"):
-                    return
+                prefix = response.json().get("overrides", {}).get("prefix") if response.status_code == 200 else None
+                if prefix:
+                    url = f"{self.iceberg_uri}/v1/{urllib.parse.quote(prefix, safe='')}/namespaces"
+                    listing = httpx.get(url, headers=signer.headers("GET", url, None, None), timeout=1)
+                    if listing.status_code == 200:
+                        return
             time.sleep(0.1)
-        raise RuntimeError("SeaweedFS Iceberg catalog not ready")
+        raise RuntimeError("SeaweedFS Iceberg catalog not ready (its table bucket never appeared)")
 
 
 @contextlib.contextmanager
