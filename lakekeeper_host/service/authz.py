@@ -11,6 +11,8 @@ from typing import Protocol
 
 from attrs import frozen
 
+from lakekeeper_host.errors import CatalogError
+
 
 @frozen
 class Actor:
@@ -47,7 +49,67 @@ class Resource:
     warehouse_id: str | None = None
 
 
+# Lakekeeper's catalog action vocabulary (``service/authz/mod.rs``), per resource kind, in the
+# snake_case the host and every authorizer use. An authorizer maps them onto its own model
+# (OpenFGA: the relation ``can_<action>``); "my access" answers with a subset of these.
+ACTIONS: dict[str, tuple[str, ...]] = {
+    "server": ("create_project", "update_users", "delete_users", "list_users", "provision_users", "read_assignments",
+               "grant_admin", "grant_operator", "list_all_projects"),
+    "project": ("create_warehouse", "delete", "rename", "get_metadata", "list_warehouses", "include_in_list",
+                "create_role", "list_roles", "search_roles", "get_endpoint_statistics", "modify_task_queue_config",
+                "get_task_queue_config", "get_project_tasks", "control_project_tasks", "read_assignments",
+                "grant_role_creator", "grant_create", "grant_describe", "grant_modify", "grant_select",
+                "grant_project_admin", "grant_security_admin", "grant_data_admin"),
+    "warehouse": ("create_namespace", "delete", "update_storage", "update_storage_credential", "get_metadata",
+                  "get_config", "list_namespaces", "list_everything", "use", "include_in_list", "deactivate",
+                  "activate", "rename", "list_deleted_tabulars", "modify_soft_deletion", "get_task_queue_config",
+                  "modify_task_queue_config", "get_all_tasks", "control_all_tasks", "set_protection",
+                  "set_format_version_policy", "get_endpoint_statistics", "read_assignments",
+                  "grant_create", "grant_describe", "grant_modify", "grant_select", "grant_pass_grants",
+                  "grant_manage_grants", "change_ownership", "set_managed_access"),
+    "namespace": ("create_table", "create_view", "create_namespace", "delete", "update_properties", "get_metadata",
+                  "list_tables", "list_views", "list_namespaces", "list_everything", "set_protection",
+                  "include_in_list", "move", "read_assignments", "grant_create", "grant_describe", "grant_modify",
+                  "grant_select", "grant_pass_grants", "grant_manage_grants", "change_ownership",
+                  "set_managed_access"),
+    "table": ("drop", "write_data", "read_data", "get_metadata", "commit", "rename", "include_in_list", "undrop",
+              "get_tasks", "control_tasks", "set_protection", "read_assignments", "grant_pass_grants",
+              "grant_manage_grants", "grant_describe", "grant_select", "grant_modify", "change_ownership"),
+    "view": ("drop", "get_metadata", "select", "commit", "include_in_list", "rename", "undrop", "get_tasks",
+             "control_tasks", "set_protection", "read_assignments", "grant_pass_grants", "grant_manage_grants",
+             "grant_describe", "grant_modify", "change_ownership"),
+    "role": ("read", "read_metadata", "delete", "update", "assume", "read_assignments", "grant_assignee",
+             "change_ownership", "update_source_system"),
+    "user": ("read", "update", "delete", "read_role_assignments"),
+}
+
+
+@frozen
+class Principal:
+    """Who a grant or a check on behalf of someone is about: a user or a role (its assignees)."""
+
+    kind: str  # "user" | "role"
+    id: str
+
+
+@frozen
+class Assignment:
+    """One grant on a resource: ``relation`` (``ownership``, ``select``, ``describe``, ``admin``, ...) held by
+    a principal. On the wire: ``{"type": <relation>, "user": <id>}`` or ``{"type": <relation>, "role": <id>}``."""
+
+    relation: str
+    principal: Principal
+
+
 class Authorizer(Protocol):
+    """The authorizer contract. The host asks; it never interprets an authorizer's grants itself.
+
+    Resources a caller may not see are reported as 404 by the host (``include_in_list`` filters
+    lists, ``get_metadata`` gates single objects). Lifecycle calls run after the database change
+    committed and before the request answers; ``on_created`` records the parent link and makes
+    the creating actor the owner.
+    """
+
     name: str
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool: ...
@@ -64,9 +126,49 @@ class Authorizer(Protocol):
         Runs inside the bootstrap transaction: raising undoes the bootstrap."""
         ...
 
+    # ------------------------------------------------------------ lifecycle of catalog objects
+
+    async def on_created(self, actor: Actor, resource: Resource, parent: Resource | None) -> None:
+        """``resource`` was created below ``parent`` (server > project > warehouse > namespace >
+        table/view; project > role) by ``actor``."""
+        ...
+
+    async def on_deleted(self, resource: Resource) -> None:
+        """``resource`` is gone for good (a soft-deleted table keeps its grants until purged)."""
+        ...
+
+    async def on_moved(self, resource: Resource, new_parent: Resource) -> None:
+        """A namespace moved, or a table/view was renamed into another namespace."""
+        ...
+
+    # ------------------------------------------------------------ the permissions API
+
+    async def allowed_actions(self, actor: Actor, resource: Resource) -> list[str]:
+        """The actions of ``ACTIONS[resource.kind]`` that ``actor`` may perform on ``resource``."""
+        ...
+
+    async def read_assignments(self, resource: Resource, relations: Sequence[str] | None = None) -> list[Assignment]:
+        """The direct grants on ``resource`` (only ``relations`` when given)."""
+        ...
+
+    async def write_assignments(
+        self, actor: Actor, resource: Resource, writes: Sequence[Assignment], deletes: Sequence[Assignment]
+    ) -> None:
+        """Grant and revoke, atomically, after checking that ``actor`` may grant each relation
+        (raise ``CatalogError`` 403/400 otherwise)."""
+        ...
+
+    async def managed_access(self, resource: Resource) -> dict[str, bool]:
+        """``{"managed-access": bool}`` (namespaces add ``"managed-access-inherited"``)."""
+        ...
+
+    async def set_managed_access(self, actor: Actor, resource: Resource, enabled: bool) -> None: ...
+
 
 class AuthorizerBase:
-    """Convenience base: a batch check defaults to concurrent single checks."""
+    """Convenience base: a batch check defaults to concurrent single checks, "my access" to one
+    batch over the kind's vocabulary, lifecycle calls record nothing, and an authorizer without
+    grants of its own answers the permissions API with 501 (Lakekeeper's allow-all does too)."""
 
     name = "base"
 
@@ -81,6 +183,39 @@ class AuthorizerBase:
 
     async def bootstrap(self, actor: Actor, is_operator: bool) -> None:
         return None  # nothing to record for an authorizer without server roles
+
+    async def on_created(self, actor: Actor, resource: Resource, parent: Resource | None) -> None:
+        return None
+
+    async def on_deleted(self, resource: Resource) -> None:
+        return None
+
+    async def on_moved(self, resource: Resource, new_parent: Resource) -> None:
+        return None
+
+    async def allowed_actions(self, actor: Actor, resource: Resource) -> list[str]:
+        actions = ACTIONS.get(resource.kind, ())
+        allowed = await asyncio.gather(*(self.is_allowed(actor, action, resource) for action in actions))
+        return [action for action, ok in zip(actions, allowed, strict=True) if ok]
+
+    async def read_assignments(self, resource: Resource, relations: Sequence[str] | None = None) -> list[Assignment]:
+        raise _no_grants(self.name)
+
+    async def write_assignments(
+        self, actor: Actor, resource: Resource, writes: Sequence[Assignment], deletes: Sequence[Assignment]
+    ) -> None:
+        raise _no_grants(self.name)
+
+    async def managed_access(self, resource: Resource) -> dict[str, bool]:
+        raise _no_grants(self.name)
+
+    async def set_managed_access(self, actor: Actor, resource: Resource, enabled: bool) -> None:
+        raise _no_grants(self.name)
+
+
+def _no_grants(backend: str) -> CatalogError:
+    return CatalogError(501, "NotImplemented", f"The authorizer {backend!r} keeps no grants; "
+                        "set LAKEKEEPER__AUTHZ_BACKEND=openfga to manage permissions")
 
 
 class AllowAllAuthorizer(AuthorizerBase):
