@@ -1,4 +1,4 @@
-"""Peers that need more than a class from lakekeeper_host.testing: lakana-server in its own venv.
+"""Peers that need more than a class from lakekeeper_testing: lakana-server in its own venv.
 
 lakana-server (PyPI, FastAPI + uvicorn) pins dependencies newer than ours (fsspec, s3fs,
 cryptography >= 50, pydantic-settings), so it lives in a separate virtualenv,
@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import httpx
 
-from lakekeeper_host.testing.services import free_port
+from lakekeeper_testing.services import free_port
 
 LAKANA_VERSION = "0.20.0"
 LAKANA_VENV = Path(os.environ.get("BENCH_LAKANA_VENV", Path.home() / ".cache/lakekeeper-bench/lakana-venv"))

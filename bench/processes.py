@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import httpx
 
-from lakekeeper_host.testing.services import SeaweedS3, free_port
+from lakekeeper_testing.services import SeaweedS3, free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -150,7 +150,7 @@ def wait_healthy(url: str, timeout: float, process: subprocess.Popen | None = No
 
 @attrs.define
 class OurServer:
-    """``lakekeeper serve`` (via lakekeeper_host.testing.server.CatalogServer) with timing of the start."""
+    """``lakekeeper serve`` (via lakekeeper_testing.server.CatalogServer) with timing of the start."""
 
     env: dict[str, str]
     data_dir: str
@@ -159,7 +159,7 @@ class OurServer:
     startup_s: float | None = None
 
     def start(self) -> OurServer:
-        from lakekeeper_host.testing.server import CatalogServer
+        from lakekeeper_testing.server import CatalogServer
 
         # production defaults where the test harness speeds things up (task queues poll every 10 s)
         env = {"LAKEKEEPER__TASK_POLL_INTERVAL": "10s", **self.env}
@@ -271,7 +271,7 @@ class SeaweedIceberg(SeaweedS3):
 @contextlib.contextmanager
 def postgres_database() -> Iterator[str]:
     """A fresh PostgreSQL database (``$LAKEKEEPER_TEST_PG_URL``'s server, else a throwaway cluster)."""
-    from lakekeeper_host.testing.services import postgres_for_tests
+    from lakekeeper_testing.services import postgres_for_tests
 
     with postgres_for_tests("lakekeeper_bench") as url:
         yield url

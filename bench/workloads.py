@@ -509,7 +509,7 @@ async def list_curve(target: dict[str, Any], *, points: list[int], page_size: in
     API-created table in the server's ``tabular`` table (new id, name and location); listing
     reads only those rows. Each point records how many tables came from which path.
     """
-    namespace = ["bench_list_curve"]
+    namespace = list(dataset.LIST_CURVE_NAMESPACE)
     rows = []
     recorder = Recorder()
     create_seconds_total = 0.0
@@ -806,3 +806,60 @@ def _sqlcatalog_commits_sync(uri: str, warehouse: str, concurrency: int, duratio
     catalog.engine.dispose()
     return {"load": {"model": "closed", "concurrency": concurrency, "threads": True},
             "failed_commits": conflicts, **recorder.summary()}
+
+
+async def ui_pages(target: dict[str, Any], *, namespace: list[str], samples: int = 10,
+                   page_size: int = 100) -> dict[str, Any]:
+    """The web console's page times (server-rendered HTML, ``/ui``) on the namespace the list curve
+    grew: server page, warehouse page (namespace tree), the namespace's first, middle and last page
+    of tables (the console follows the API's page tokens) and one table's detail page. Sequential
+    requests, one sample each after a warm-up; the tokens come from walking listTables once."""
+    import httpx
+
+    server_url = target["catalog_url"].removesuffix("/catalog")
+    recorder = Recorder()
+    ns_param = "\x1f".join(namespace)
+    async with RestCatalogClient(target, recorder, concurrency=1) as client, \
+            httpx.AsyncClient(base_url=server_url, timeout=120) as http:
+        warehouses = (await http.get("/management/v1/warehouse")).json()["warehouses"]
+        warehouse_id = next(w["warehouse-id"] for w in warehouses if w["name"] == target["warehouse"])
+        tokens, token, listed, first_table = [""], "", 0, None
+        while token is not None:
+            status, payload = await client.list_tables(namespace, page_size=page_size, page_token=token,
+                                                       op="list_tables_walk")
+            if status != 200:
+                raise RuntimeError(f"listTables -> {status}: {payload[:300]!r}")
+            body = json.loads(payload)
+            identifiers = body.get("identifiers", [])
+            listed += len(identifiers)
+            first_table = first_table or (identifiers[0]["name"] if identifiers else None)
+            token = body.get("next-page-token") or None
+            if token:
+                tokens.append(token)
+        namespace_url = f"/ui/warehouses/{warehouse_id}/namespace"
+        pages: dict[str, tuple[str, dict[str, str]]] = {
+            "server": ("/ui/", {}),
+            "warehouse": (f"/ui/warehouses/{warehouse_id}", {}),
+            "namespace_first_page": (namespace_url, {"ns": ns_param, "page_size": str(page_size)}),
+            "namespace_middle_page": (namespace_url, {"ns": ns_param, "page_size": str(page_size),
+                                                      "tables_token": tokens[len(tokens) // 2]}),
+            "namespace_last_page": (namespace_url, {"ns": ns_param, "page_size": str(page_size),
+                                                    "tables_token": tokens[-1]}),
+        }
+        if first_table:
+            pages["table"] = (f"/ui/warehouses/{warehouse_id}/table", {"ns": ns_param, "name": first_table})
+        rows: dict[str, Any] = {}
+        for label, (path, params) in pages.items():
+            latencies, sizes = [], []
+            for attempt in range(samples + 1):
+                start = time.perf_counter()
+                response = await http.get(path, params=params)
+                elapsed = time.perf_counter() - start
+                if response.status_code != 200:
+                    raise RuntimeError(f"{label}: GET {path} -> {response.status_code}: {response.text[:300]!r}")
+                if attempt:  # the first request warms caches and templates
+                    latencies.append(elapsed)
+                    sizes.append(len(response.content))
+            rows[label] = {**summarize_latencies(latencies), "html_kb": round(max(sizes) / 1024, 1)}
+    return {"tables": listed, "pages_of_tables": len(tokens), "page_size": page_size, "samples": samples,
+            "pages": rows}

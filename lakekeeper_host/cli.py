@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import json
 import logging
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -16,35 +17,9 @@ from collections.abc import Sequence
 from lakekeeper_host import __version__
 from lakekeeper_host.config import ConfigError, Settings, load_settings
 from lakekeeper_host.registry import Registry, StartupError
+from lakekeeper_host.runtime.logs import setup_logging
 
 log = logging.getLogger("lakekeeper")
-
-
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        payload = {
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname,
-            "target": record.name,
-            "message": record.getMessage(),
-        }
-        if record.exc_info:
-            payload["exception"] = self.formatException(record.exc_info)
-        return json.dumps(payload)
-
-
-def setup_logging(settings: Settings | None) -> None:
-    level = (settings.host.log_level if settings else "info").upper()
-    handler = logging.StreamHandler(sys.stderr)
-    if settings is None or settings.host.log_format == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(getattr(logging, level, logging.INFO))
-    for noisy in ("hypercorn.access", "databases", "aiosqlite", "asyncio"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,11 +95,32 @@ def _plugin_manager(settings: Settings):
 
 
 def cmd_serve(settings: Settings, args) -> int:
-    from lakekeeper_host.server.serve import serve
+    from lakekeeper_host.runtime.serve import serve
 
     if args.migrate:
         settings = load_settings(config_file=args.config, overrides={"debug": {"migrate_before_serve": "true"}})
+    ensure_can_listen(settings.bind_ip, settings.host.listen_port)
     return serve(settings, _plugin_manager(settings))
+
+
+def ensure_can_listen(host: str, port: int) -> None:
+    """Bind (and release) the listen address now, so a taken port is one line naming it, before any banner.
+
+    hypercorn binds with SO_REUSEADDR too, so this fails exactly when hypercorn would.
+    """
+    if port == 0:
+        return
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(
+            f"cannot listen on {shown}: {reason} (LAKEKEEPER__BIND_IP / LAKEKEEPER__LISTEN_PORT)"
+        ) from None
 
 
 def cmd_migrate(settings: Settings, args) -> int:
@@ -142,9 +138,24 @@ def cmd_migrate(settings: Settings, args) -> int:
             print("applied: " + ", ".join(f"{m.version:04d}_{m.name}" for m in applied))
         else:
             print("database is up to date")
+        await migrate_selected_backends(settings)
 
     asyncio.run(run())
     return 0
+
+
+async def migrate_selected_backends(settings: Settings) -> None:
+    """The selected authorizer's and secret store's own migrations (OpenFGA: store and model)."""
+    from lakekeeper_host.registry import BuildContext, Registry
+
+    registry = Registry.collect(_plugin_manager(settings))
+    for spec in (registry.authorizer(settings.host.authz_backend), registry.secret_store(settings.host.secret_backend)):
+        if spec.migrate is None:
+            continue
+        config = settings.section(spec.config_cls) if spec.config_cls is not None else None
+        outcome = await spec.migrate(config, BuildContext(settings=settings))
+        if outcome:
+            print(f"{spec.name}: {outcome}")
 
 
 def cmd_wait_for_db(settings: Settings, args) -> int:
@@ -155,7 +166,7 @@ def cmd_wait_for_db(settings: Settings, args) -> int:
         store = Store.from_settings(settings)
         try:
             await store.connect()
-            await store.fetch_val("SELECT 1")
+            await store.ping()
             if args.check_migrations:
                 _, pending = await migration_status(store)
                 if pending:
@@ -204,7 +215,7 @@ def cmd_plugins(settings: Settings, args) -> int:
 def cmd_rotate_encryption_key(settings: Settings, args) -> int:
     from pathlib import Path
 
-    from lakekeeper_host.server.secret_admin import KeyRotationError, rotate_encryption_key
+    from lakekeeper_host.server.key_rotation import KeyRotationError, rotate_encryption_key
     from lakekeeper_host.service.secrets import SecretStoreError
     from lakekeeper_host.store import Store
 

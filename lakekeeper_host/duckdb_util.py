@@ -4,11 +4,16 @@ DuckDB normally downloads extensions on first use. Our machines reach PyPI only,
 ``duckdb-extension-{iceberg,httpfs,avro}`` carry the extension binaries for exactly one DuckDB
 version; we LOAD those files by absolute path and switch automatic install/load off, so nothing
 touches the network or ``~/.duckdb``.
+
+As a command (``python -m lakekeeper_host.duckdb_util``) it runs SQL against a catalog, or prints the
+``LOAD`` statements for another DuckDB of the same version (``--print-load``).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +23,8 @@ if TYPE_CHECKING:
 
 # iceberg depends on the other two, so they load first.
 EXTENSIONS = ("avro", "httpfs", "iceberg")
+# the version the `duckdb` extra pins (a plain `pip install duckdb` gives a newer one without extension wheels)
+SUPPORTED_DUCKDB = "1.5.5"
 
 
 class ExtensionNotFound(RuntimeError):
@@ -35,8 +42,9 @@ def extension_path(name: str) -> Path:
         if candidate.is_file():
             return candidate
     raise ExtensionNotFound(
-        f"no {name} extension for DuckDB {duckdb.__version__}: "
-        f"pip install duckdb-extension-{name} duckdb=={duckdb.__version__} (the wheels pin one DuckDB version)"
+        f"no {name} extension wheel for DuckDB {duckdb.__version__}: the duckdb-extension-* wheels on PyPI pin one "
+        f"DuckDB version; install the matching set with pip install 'lakekeeper-host[duckdb]' (in a checkout: "
+        f"pip install -e '.[duckdb]'), which brings DuckDB {SUPPORTED_DUCKDB} with its avro, httpfs and iceberg wheels"
     )
 
 
@@ -98,3 +106,41 @@ def _literal(text: str) -> str:
 
 def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def load_statements() -> list[str]:
+    """``LOAD '<path>'`` for each extension, for a DuckDB shell of the same version."""
+    return [f"LOAD {_literal(str(extension_path(name)))};" for name in EXTENSIONS]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lakekeeper_host.duckdb_util",
+        description="DuckDB with the iceberg extension from the PyPI wheels (no download): run SQL against a "
+        "Lakekeeper catalog attached as `lakekeeper`",
+    )
+    parser.add_argument("sql", nargs="*", help="statements to run, in order (default: SHOW ALL TABLES)")
+    parser.add_argument("--uri", default="http://127.0.0.1:8181/catalog", help="the catalog's base URI")
+    parser.add_argument("--warehouse", default="demo")
+    parser.add_argument("--token", help="bearer token for an authenticated catalog")
+    parser.add_argument("--print-load", action="store_true", help="print the LOAD statements and exit")
+    args = parser.parse_args(argv)
+    try:
+        if args.print_load:
+            print("\n".join(load_statements()))
+            return 0
+        con = connect_duckdb()
+    except (ExtensionNotFound, ImportError) as exc:
+        print(f"duckdb_util: error: {exc}", file=sys.stderr)
+        return 2
+    with con:
+        attach_catalog(con, "lakekeeper", args.uri, args.warehouse, args.token)
+        for statement in args.sql or ["SHOW ALL TABLES"]:
+            relation = con.sql(statement)
+            if relation is not None:
+                relation.show()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -105,11 +105,9 @@ def _split_name(name: str) -> tuple[str, ...]:
 def run_through_server(settings: Settings, args: Any) -> list[dict[str, Any]] | None:
     import httpx
 
-    from lakekeeper_host.server.serve import own_base_uri
-
     if args.policy or args.conf or args.master:
         raise MaintenanceError("--policy, --conf and --master apply with --catalog-uri; the server uses its own")
-    base = (args.server or own_base_uri(settings)).rstrip("/")
+    base = (args.server or settings.own_base_uri).rstrip("/")
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
     if args.project_id:
         headers["x-project-id"] = args.project_id

@@ -9,22 +9,21 @@ from typing import Any
 
 import pluggy
 
-from lakekeeper_host import hookspecs
+from lakekeeper_host import __version__, hookspecs
 from lakekeeper_host.hookspecs import PROJECT_NAME
 from lakekeeper_host.registry import StartupError
 
 log = logging.getLogger(__name__)
 
-BUILTIN_PLUGINS: tuple[str, ...] = tuple(
-    f"lakekeeper_host.builtins.{module}"
-    for module in (
-        "authz_allow_all",
-        "secrets_database",
-        "storage_file",
-        "events_log",
-        "task_queues",
-        "catalog_housekeeping",
-    )
+# Default backends (builtins/, written like external plugins) and the server layer's own
+# contributions through the same hooks: its task queues and housekeeping loops.
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    *(
+        f"lakekeeper_host.builtins.{module}"
+        for module in ("authz_allow_all", "secrets_database", "storage_file", "events_log")
+    ),
+    "lakekeeper_host.server.builtin_queues",
+    "lakekeeper_host.server.housekeeping",
 )
 
 
@@ -85,7 +84,5 @@ def list_plugins(pm: pluggy.PluginManager, contributions: dict[str, list[str]] |
 
 def _builtin_version(name: str) -> str | None:
     if name in BUILTIN_PLUGINS:
-        from lakekeeper_host import __version__
-
         return __version__
     return None

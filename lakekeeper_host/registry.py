@@ -29,13 +29,16 @@ class BackendSpec(Generic[T]):
     """A selectable or fan-out backend contributed by a plugin.
 
     ``factory(config, ctx)`` is awaited once at startup; it returns the backend object, or
-    ``None`` when the backend is not configured (fan-out kinds only).
+    ``None`` when the backend is not configured (fan-out kinds only). ``migrate(config, ctx)``, when
+    given, is awaited by ``lakekeeper migrate`` for the selected backend (an authorizer writing its
+    model); it must be idempotent and returns a line for the operator, or ``None``.
     """
 
     name: str
     factory: Callable[[Any, BuildContext], Awaitable[T | None]]
     config_cls: type | None = None
     aliases: tuple[str, ...] = ()
+    migrate: Callable[[Any, BuildContext], Awaitable[str | None]] | None = None
 
     def names(self) -> tuple[str, ...]:
         return (normalize_name(self.name), *(normalize_name(a) for a in self.aliases))

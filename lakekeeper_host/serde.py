@@ -87,3 +87,10 @@ def _wire_path(message: str) -> str:
 
 def unstructure(obj: Any) -> Any:
     return WIRE.unstructure(obj)
+
+
+def iso_timestamp(ms: int | None, timespec: str = "auto") -> str | None:
+    """Epoch milliseconds as the RFC 3339 UTC text the APIs answer with (``...Z``); None stays None."""
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec=timespec).replace("+00:00", "Z")

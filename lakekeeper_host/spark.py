@@ -106,15 +106,21 @@ def shaded_dependency_dir() -> Path | None:
     ``$LAKEKEEPER_SPARK_JARS_DIR`` wins; otherwise the first ``shared/spark-jars`` found walking up
     from this package and from the working directory.
     """
-    if configured := os.environ.get(JARS_DIR_ENV):
-        candidates = [Path(configured)]
-    else:
-        starts = (Path(__file__).resolve().parent, Path.cwd().resolve())
-        candidates = [folder / "shared" / "spark-jars" for start in starts for folder in (start, *start.parents)]
-    for candidate in candidates:
+    for candidate in shaded_dependency_candidates():
         if all((candidate / jar).is_file() for jar in SHADED_DEPENDENCY_JARS):
             return candidate
     return None
+
+
+def shaded_dependency_candidates() -> list[Path]:
+    """Where :func:`shaded_dependency_dir` looks, in order: ``$LAKEKEEPER_SPARK_JARS_DIR`` alone when set;
+    else ``shared/spark-jars`` in any folder above this package or the working directory (a checkout's
+    ``../shared/spark-jars``), then the per-user cache ``~/.cache/lakekeeper/jars/spark-jars``."""
+    if configured := os.environ.get(JARS_DIR_ENV):
+        return [Path(configured)]
+    starts = (Path(__file__).resolve().parent, Path.cwd().resolve())
+    candidates = [folder / "shared" / "spark-jars" for start in starts for folder in (start, *start.parents)]
+    return [*dict.fromkeys(candidates), DEFAULT_JARS_CACHE / "spark-jars"]
 
 
 def ensure_hadoop_aws_jars(cache_dir: Path | str | None = None) -> tuple[Path, ...]:
@@ -169,9 +175,13 @@ def resolve_spark_jars(mode: JarsMode | None = None, *, s3: bool = False) -> Spa
         return SparkJars(packages=(ICEBERG_RUNTIME_PACKAGE, *([HADOOP_AWS_PACKAGE] if s3 else [])))
     if not local_complete:
         raise SparkJarsError(
-            "Iceberg jars for Spark not found: "
-            + ("" if runtime else "pip install snowpark-connect-deps-iceberg; ")
-            + ("" if shaded else f"point ${JARS_DIR_ENV} at a folder with {', '.join(SHADED_DEPENDENCY_JARS)}; ")
+            "Iceberg jars for Spark not found offline: "
+            + ("" if runtime else "pip install -e '.[spark]' (the runtime jar, PyPI snowpark-connect-deps-iceberg); ")
+            + ("" if shaded else (
+                f"{' and '.join(SHADED_DEPENDENCY_JARS)} are in none of "
+                + ", ".join(str(c) for c in shaded_dependency_candidates())
+                + f": copy them into one (or point ${JARS_DIR_ENV} at their folder; "
+                "scripts/build-spark-jars.sh builds them into the per-user cache); "))
             + "or use jars_mode='online' where Maven Central is reachable"
         )
     assert runtime is not None and shaded is not None
@@ -240,6 +250,53 @@ def s3a_conf(s3: Mapping[str, Any], catalog_name: str) -> dict[str, str]:
         conf[f"{hadoop}.session.token"] = str(token)
         conf[f"{hadoop}.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
     return conf
+
+
+class S3WarehouseNeedsS3a(ValueError):
+    """An S3 warehouse asked for without the s3a settings Spark here needs to reach it."""
+
+
+def warehouse_storage_type(catalog_uri: str, warehouse: str, *, token: str | None = None) -> str | None:
+    """The ``storage-profile.type`` of a warehouse from the server's Management API, or None when it
+    cannot tell (another catalog, no access, not reachable): then nothing is refused."""
+    import httpx
+
+    base = catalog_uri.rstrip("/").removesuffix("/catalog")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.get(f"{base}/management/v1/warehouse", headers=headers, timeout=10)
+        if response.status_code != 200:
+            return None
+        for entry in response.json().get("warehouses", []):
+            if warehouse in (entry.get("name"), entry.get("id")):
+                return (entry.get("storage-profile") or {}).get("type")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return None
+
+
+def refuse_s3_without_s3a(
+    catalog_uri: str,
+    warehouse: str,
+    *,
+    token: str | None = None,
+    extra_conf: Mapping[str, str] | None = None,
+    catalog_name: str = "lakekeeper",
+) -> None:
+    """Spark here reaches S3 only through Hadoop's s3a (HadoopFileIO): Iceberg's default S3FileIO needs the
+    AWS SDK v2, which these jars lack, and would fail at the first table read with a NoClassDefFoundError.
+    Say so before the JVM starts, unless the caller chose a FileIO of their own."""
+    if f"spark.sql.catalog.{catalog_name}.io-impl" in (extra_conf or {}):
+        return
+    if warehouse_storage_type(catalog_uri, warehouse, token=token) != "s3":
+        return
+    raise S3WarehouseNeedsS3a(
+        f"warehouse {warehouse!r} stores its tables on S3, which Spark here reaches only through Hadoop's s3a: pass "
+        "s3={'endpoint': ..., 'access_key': ..., 'secret_key': ..., 'region': ...} (keys with access to the "
+        "bucket; HadoopFileIO). Vended credentials and remote signing need Iceberg's S3FileIO and the AWS SDK v2 "
+        "(org.apache.iceberg:iceberg-aws-bundle), which these jars do not include; to use them anyway, add that "
+        f"package and set spark.sql.catalog.{catalog_name}.io-impl in extra_conf."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,6 +387,8 @@ def build_spark_session(
     """
     from pyspark.sql import SparkSession  # optional and heavy: only when asked for
 
+    if catalog_type == "rest" and catalog_uri and s3 is None:
+        refuse_s3_without_s3a(catalog_uri, warehouse, token=token, extra_conf=extra_conf, catalog_name=catalog_name)
     prepare_driver_environment()
     conf = {
         **LOCAL_CONF,
@@ -403,6 +462,8 @@ def add_catalog(
     s3a settings are scoped to this catalog (Iceberg passes ``spark.sql.catalog.<name>.hadoop.*``
     to the catalog's Hadoop configuration), so catalogs on different endpoints do not interfere.
     """
+    if s3 is None:
+        refuse_s3_without_s3a(catalog_uri, warehouse, token=token, extra_conf=extra, catalog_name=catalog_name)
     conf = catalog_conf(catalog_uri, warehouse, catalog_name=catalog_name, token=token, credential=credential)
     conf.pop("spark.sql.extensions")
     conf.pop("spark.sql.defaultCatalog")

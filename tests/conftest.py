@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse, start_server
+from lakekeeper_testing.server import CatalogServer, create_file_warehouse, start_server
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -16,7 +16,7 @@ BACKENDS = ["sqlite", "postgres"]
 @pytest.fixture(scope="session")
 def pg_url():
     """A fresh PostgreSQL database: LAKEKEEPER_TEST_PG_URL's server, or a throwaway cluster."""
-    from lakekeeper_host.testing.services import postgres_for_tests
+    from lakekeeper_testing.services import postgres_for_tests
 
     with postgres_for_tests() as url:
         yield url
@@ -25,7 +25,7 @@ def pg_url():
 @pytest.fixture(scope="session")
 def pg_url_factory():
     """Make more fresh databases on the same PostgreSQL (each test that needs isolation)."""
-    from lakekeeper_host.testing.services import postgres_for_tests
+    from lakekeeper_testing.services import postgres_for_tests
 
     stack = []
 

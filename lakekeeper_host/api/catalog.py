@@ -1,16 +1,15 @@
 """Iceberg REST catalog routes under ``/catalog/v1``: config, namespaces, tables, commits.
 
 Path parameters are taken from the RAW request path (still percent-encoded): a table called
-``a/b`` arrives as ``a%2Fb`` and must not split the path. :class:`RawCatalogPaths` makes Quart
-route ``/catalog/v1/...`` on ``raw_path``; every handler decodes its parameters with
-``server.context.parse_namespace_path`` / ``parse_name_path`` (``+`` is a space, ``%1F`` joins
+``a/b`` arrives as ``a%2Fb`` and must not split the path. The pipeline's ASGI wrapper
+(``api/pipeline.py``) makes Quart route ``/catalog/v1/...`` on ``raw_path``; every handler decodes
+its parameters with ``server.names.parse_namespace_path`` / ``parse_name_path`` (``+`` is a space, ``%1F`` joins
 namespace levels). Other blueprints under ``/catalog/v1`` (views, ...) must decode the same way.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from quart import Blueprint, current_app, request
 
@@ -26,36 +25,17 @@ from lakekeeper_host.api.common import (
 )
 from lakekeeper_host.api.idempotency import idempotent
 from lakekeeper_host.errors import bad_request
-from lakekeeper_host.server import catalog_config, commit, namespaces, tables
-from lakekeeper_host.server.context import (
-    parse_name_path,
-    parse_namespace_path,
-    require_warehouse,
-)
+from lakekeeper_host.server import catalog_config, namespaces, tables, tabulars
+from lakekeeper_host.server.names import parse_name_path, parse_namespace_path
+from lakekeeper_host.server.resolve import catalog_warehouse
+from lakekeeper_host.server.tables import metrics_reports
+from lakekeeper_host.server.tables.commit.parse import parse_change
+from lakekeeper_host.server.tables.commit.protocol import commit_tables
 from lakekeeper_host.service.storage import DataAccess
 
 blueprint = Blueprint("catalog", __name__, url_prefix="/catalog/v1")
 
 ACCESS_DELEGATION_HEADER = "x-iceberg-access-delegation"
-
-
-class RawCatalogPaths:
-    """ASGI wrapper: route ``/catalog/v1/...`` on the undecoded path (see the module docstring)."""
-
-    def __init__(self, app: Any):
-        self.app = app
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") == "http":
-            raw = scope.get("raw_path")
-            if raw and raw.startswith(b"/catalog/v1/"):
-                scope = {**scope, "path": raw.split(b"?", 1)[0].decode("utf-8", "replace")}
-        await self.app(scope, receive, send)
-
-
-@blueprint.record_once
-def _route_on_raw_paths(setup: Any) -> None:
-    setup.app.asgi_app = RawCatalogPaths(setup.app.asgi_app)
 
 
 def _access() -> DataAccess:
@@ -88,7 +68,7 @@ async def list_namespaces(prefix: str):
 @blueprint.post("/<prefix>/namespaces")
 @idempotent("createNamespace")
 async def create_namespace(prefix: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     return json_response(await namespaces.create_namespace(state(), metadata(), warehouse, await json_body()))
 
 
@@ -100,7 +80,7 @@ async def load_namespace(prefix: str, namespace: str):
 @blueprint.delete("/<prefix>/namespaces/<namespace>")
 @idempotent("dropNamespace")
 async def drop_namespace(prefix: str, namespace: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     await namespaces.drop_namespace(
         state(),
         metadata(),
@@ -116,7 +96,7 @@ async def drop_namespace(prefix: str, namespace: str):
 @blueprint.post("/<prefix>/namespaces/<namespace>/properties")
 @idempotent("updateProperties")
 async def update_namespace_properties(prefix: str, namespace: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     result = await namespaces.update_namespace_properties(
         state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body()
     )
@@ -134,7 +114,7 @@ async def list_tables(prefix: str, namespace: str):
 @blueprint.post("/<prefix>/namespaces/<namespace>/tables")
 @idempotent("createTable")
 async def create_table(prefix: str, namespace: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     body, etag = await tables.create_table(
         state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
     )
@@ -144,7 +124,7 @@ async def create_table(prefix: str, namespace: str):
 @blueprint.post("/<prefix>/namespaces/<namespace>/register")
 @idempotent("registerTable")
 async def register_table(prefix: str, namespace: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     body, etag = await tables.register_table(
         state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
     )
@@ -159,11 +139,11 @@ async def load_table(prefix: str, namespace: str, table: str):
 @blueprint.post("/<prefix>/namespaces/<namespace>/tables/<table>")
 @idempotent("updateTable")
 async def commit_table(prefix: str, namespace: str, table: str):
-    warehouse = await require_warehouse(state(), prefix)
-    change = commit.parse_change(
+    warehouse = await catalog_warehouse(state(), prefix)
+    change = parse_change(
         await json_body(), namespace=parse_namespace_path(namespace), name=parse_name_path(table)
     )
-    (result,) = await commit.commit_tables(state(), metadata(), warehouse, [change])
+    (result,) = await commit_tables(state(), metadata(), warehouse, [change])
     body = f'{{"metadata-location":{json.dumps(result.metadata_location)},"metadata":{result.metadata_json}}}'
     return json_response(body, headers=_etag_headers(tables.load_etag(warehouse, result.metadata_location, _access())))
 
@@ -171,7 +151,7 @@ async def commit_table(prefix: str, namespace: str, table: str):
 @blueprint.delete("/<prefix>/namespaces/<namespace>/tables/<table>")
 @idempotent("dropTable")
 async def drop_table(prefix: str, namespace: str, table: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     await tables.drop_table(
         state(),
         metadata(),
@@ -188,15 +168,15 @@ async def drop_table(prefix: str, namespace: str, table: str):
 @blueprint.post("/<prefix>/tables/rename")
 @idempotent("renameTable")
 async def rename_table(prefix: str):
-    warehouse = await require_warehouse(state(), prefix)
-    await tables.rename_tabular(state(), metadata(), warehouse, "table", await json_body())
+    warehouse = await catalog_warehouse(state(), prefix)
+    await tabulars.rename_tabular(state(), metadata(), warehouse, "table", await json_body())
     return empty()
 
 
 @blueprint.post("/<prefix>/namespaces/<namespace>/tables/<table>/metrics")
 async def report_metrics(prefix: str, namespace: str, table: str):
-    warehouse = await require_warehouse(state(), prefix)
-    await tables.report_metrics(
+    warehouse = await catalog_warehouse(state(), prefix)
+    await metrics_reports.report_metrics(
         state(), metadata(), warehouse, parse_namespace_path(namespace), parse_name_path(table),
         await optional_json_body(),
     )
@@ -206,11 +186,11 @@ async def report_metrics(prefix: str, namespace: str, table: str):
 @blueprint.post("/<prefix>/transactions/commit")
 @idempotent("commitTransaction")
 async def commit_transaction(prefix: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     body = await json_body()
     changes = body.get("table-changes") if isinstance(body, dict) else None
     if not isinstance(changes, list) or not changes:
         raise bad_request("Invalid request body: `table-changes` must be a non-empty list @ body.table-changes")
-    parsed = [commit.parse_change(change) for change in changes]
-    await commit.commit_tables(state(), metadata(), warehouse, parsed)
+    parsed = [parse_change(change) for change in changes]
+    await commit_tables(state(), metadata(), warehouse, parsed)
     return empty()

@@ -5,24 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from attrs import frozen
 from quart import Response, current_app, g, request
 
 from lakekeeper_host.errors import CatalogError, bad_request
-from lakekeeper_host.service.authz import ANONYMOUS, Actor
+from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
-
-
-@frozen
-class RequestMetadata:
-    """Who asks and how to build self-links; passed from the API layer to the server layer."""
-
-    request_id: str
-    actor: Actor
-    base_uri: str  # e.g. http://host:8181 (no trailing slash)
-    project_id: str | None  # from x-project-id
-    user_agent: str = ""
-    idempotency_key: str | None = None
 
 
 def state() -> AppState:
@@ -30,14 +17,8 @@ def state() -> AppState:
 
 
 def metadata() -> RequestMetadata:
-    return RequestMetadata(
-        request_id=g.request_id,
-        actor=getattr(g, "actor", ANONYMOUS),
-        base_uri=base_uri(),
-        project_id=request.headers.get("x-project-id") or None,
-        user_agent=request.headers.get("user-agent", ""),
-        idempotency_key=request.headers.get("idempotency-key") or None,
-    )
+    """The current Quart request's metadata, built by the request pipeline (``api/pipeline.py``)."""
+    return g.request_metadata
 
 
 def base_uri() -> str:

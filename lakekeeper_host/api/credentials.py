@@ -5,8 +5,9 @@ from __future__ import annotations
 from quart import Blueprint, request
 
 from lakekeeper_host.api.common import json_response, metadata, state
-from lakekeeper_host.server import credentials
-from lakekeeper_host.server.context import parse_name_path, parse_namespace_path, require_warehouse
+from lakekeeper_host.server.names import parse_name_path, parse_namespace_path
+from lakekeeper_host.server.resolve import catalog_warehouse
+from lakekeeper_host.server.tables import credentials
 from lakekeeper_host.service.storage import DataAccess
 
 blueprint = Blueprint("credentials", __name__, url_prefix="/catalog/v1")
@@ -14,7 +15,7 @@ blueprint = Blueprint("credentials", __name__, url_prefix="/catalog/v1")
 
 @blueprint.get("/<prefix>/namespaces/<namespace>/tables/<table>/credentials")
 async def load_credentials(prefix: str, namespace: str, table: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     access = DataAccess.from_header(request.headers.get("x-iceberg-access-delegation"))
     return json_response(
         await credentials.load_credentials(

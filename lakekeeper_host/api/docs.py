@@ -226,14 +226,16 @@ REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
     "scan_planning.plan_table_scan": "PlanTableScanRequest",
     "scan_planning.fetch_scan_tasks": "FetchScanTasksRequest",
     **dict.fromkeys(("s3_signer.sign_global", "s3_signer.sign_in_warehouse", "s3_signer.sign_for_table"),
-                    ("lakekeeper_host.server.signer", "SignRequest")),
-    "management_warehouses.validate_warehouse_creation": ("lakekeeper_host.server.warehouses", "CreateWarehouse"),
-    "management_warehouses.set_format_version_policy": ("lakekeeper_host.server.warehouses", "FormatVersionPolicy"),
+                    ("lakekeeper_host.server.security.signer", "SignRequest")),
+    "management_warehouses.validate_warehouse_creation":
+        ("lakekeeper_host.server.warehouses.create", "CreateWarehouse"),
+    "management_warehouses.set_format_version_policy":
+        ("lakekeeper_host.server.warehouses.settings", "FormatVersionPolicy"),
     **dict.fromkeys(("management_warehouses.update_storage", "management_warehouses.validate_storage_profile"),
-                    ("lakekeeper_host.server.warehouses", "UpdateStorage")),
+                    ("lakekeeper_host.server.warehouses.storage", "UpdateStorage")),
     **dict.fromkeys(
         ("management_warehouses.update_storage_credential", "management_warehouses.validate_storage_credential"),
-        ("lakekeeper_host.server.warehouses", "UpdateCredential"),
+        ("lakekeeper_host.server.warehouses.storage", "UpdateCredential"),
     ),
     "management_maintenance.set_table_maintenance": ("lakekeeper_host.spark_maintenance", "MaintenancePolicy"),
 }
@@ -441,7 +443,7 @@ def build_openapi(prefix: str, title: str) -> dict:
     }
     used = reachable(document)  # the storage schemas are built for both documents, used by one
     document["components"]["schemas"] = {k: v for k, v in document["components"]["schemas"].items() if k in used}
-    if state().extras.get("authenticator") is not None:
+    if state().authenticator is not None:
         document["components"]["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
         document["security"] = [{"bearerAuth": []}]
     return document

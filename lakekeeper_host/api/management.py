@@ -13,7 +13,9 @@ from quart import Blueprint
 
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, state
 from lakekeeper_host.serde import structure_body
-from lakekeeper_host.server import projects, server_admin
+from lakekeeper_host.server import bootstrap as server_bootstrap
+from lakekeeper_host.server import projects
+from lakekeeper_host.server.bootstrap import server_info
 from lakekeeper_host.server.projects import resolve_project_id
 
 blueprint = Blueprint("management", __name__, url_prefix="/management/v1")
@@ -49,7 +51,7 @@ def project_json(project: Any) -> dict[str, Any]:
 @blueprint.post("/bootstrap")
 async def bootstrap():
     body = structure_body(await json_body(), BootstrapRequest)
-    await server_admin.bootstrap(
+    await server_bootstrap.bootstrap(
         state(),
         metadata(),
         accept_terms_of_use=body.accept_terms_of_use,
@@ -63,7 +65,7 @@ async def bootstrap():
 
 @blueprint.get("/info")
 async def info():
-    return json_response(await server_admin.server_info(state()))
+    return json_response(await server_info(state()))
 
 
 # ---------------------------------------------------------------- projects

@@ -6,16 +6,10 @@ from quart import Blueprint
 
 from lakekeeper_host.api.common import json_body, json_response, metadata, state
 from lakekeeper_host.server import statistics
+from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.projects import resolve_project_id
-from lakekeeper_host.server.warehouses import authorize
 
 blueprint = Blueprint("management_statistics", __name__, url_prefix="/management/v1")
-
-
-@blueprint.record_once
-def _install_recorder(setup_state) -> None:
-    # app.py calls this after every response; it only increments an in-memory counter
-    setup_state.app.extensions["lakekeeper_endpoint_stats"] = statistics.make_recorder(setup_state.app)
 
 
 @blueprint.post("/endpoint-statistics")

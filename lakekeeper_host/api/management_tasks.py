@@ -7,10 +7,11 @@ from typing import Any
 from quart import Blueprint
 
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, optional_json_body, query_int, state
+from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server import tasks
+from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.projects import resolve_project_id
-from lakekeeper_host.server.statistics import _iso
-from lakekeeper_host.server.warehouses import authorize, require_warehouse
+from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.store.tasks import TaskLogRow, TaskRow
 
 blueprint = Blueprint("management_tasks", __name__, url_prefix="/management/v1")
@@ -45,14 +46,14 @@ def task_json(row: TaskRow | TaskLogRow) -> dict[str, Any]:
             "entity": entity_json(row),
             "entity-name": row.entity_name or [],
             "status": tasks.API_STATUS[row.status],
-            "scheduled-for": _iso(row.scheduled_for),
-            "picked-up-at": _iso(row.picked_up_at),
+            "scheduled-for": iso_timestamp(row.scheduled_for),
+            "picked-up-at": iso_timestamp(row.picked_up_at),
             "attempt": row.attempt,
-            "last-heartbeat-at": _iso(row.last_heartbeat_at),
+            "last-heartbeat-at": iso_timestamp(row.last_heartbeat_at),
             "progress": row.progress,
             "parent-task-id": None,
-            "created-at": _iso(row.created_at),
-            "updated-at": _iso(row.updated_at),
+            "created-at": iso_timestamp(row.created_at),
+            "updated-at": iso_timestamp(row.updated_at),
         }
     return {
         "task-id": row.task_id,
@@ -62,14 +63,14 @@ def task_json(row: TaskRow | TaskLogRow) -> dict[str, Any]:
         "entity": entity_json(row),
         "entity-name": row.entity_name or [],
         "status": tasks.API_STATUS[row.status],
-        "scheduled-for": _iso(row.started_at or row.finished_at),
-        "picked-up-at": _iso(row.started_at),
+        "scheduled-for": iso_timestamp(row.started_at or row.finished_at),
+        "picked-up-at": iso_timestamp(row.started_at),
         "attempt": row.attempt,
         "last-heartbeat-at": None,
         "progress": row.progress,
         "parent-task-id": None,
-        "created-at": _iso(row.created_at),
-        "updated-at": _iso(row.finished_at),
+        "created-at": iso_timestamp(row.created_at),
+        "updated-at": iso_timestamp(row.finished_at),
     }
 
 
@@ -77,11 +78,11 @@ def attempt_json(row: TaskLogRow) -> dict[str, Any]:
     return {
         "attempt": row.attempt,
         "status": tasks.API_STATUS[row.status],
-        "scheduled-for": _iso(row.started_at or row.finished_at),
-        "started-at": _iso(row.started_at),
+        "scheduled-for": iso_timestamp(row.started_at or row.finished_at),
+        "started-at": iso_timestamp(row.started_at),
         "duration": _duration(row.finished_at - row.started_at) if row.started_at else None,
         "message": row.message,
-        "created-at": _iso(row.finished_at),
+        "created-at": iso_timestamp(row.finished_at),
         "progress": row.progress,
         "execution-details": row.execution_details,
     }

@@ -18,11 +18,15 @@ from lakekeeper_host.api.common import (
     state,
 )
 from lakekeeper_host.errors import bad_request
-from lakekeeper_host.serde import structure_body
-from lakekeeper_host.server import deletion, namespace_admin, protection, statistics
-from lakekeeper_host.server import warehouses as wh
+from lakekeeper_host.serde import iso_timestamp, structure_body
+from lakekeeper_host.server import statistics, warehouses
+from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.namespaces import admin as namespace_admin
 from lakekeeper_host.server.projects import resolve_project_id
-from lakekeeper_host.server.warehouses import CreateWarehouse
+from lakekeeper_host.server.resolve import require_warehouse
+from lakekeeper_host.server.tabulars import deletion, protection
+from lakekeeper_host.server.tabulars.protection import get_tabular_protection, protection_json, set_tabular_protection
+from lakekeeper_host.server.warehouses.create import CreateWarehouse
 from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.warehouses import WarehouseRow
 
@@ -53,7 +57,7 @@ class UndropRequest:
 
 
 def warehouse_json(warehouse: WarehouseRow) -> dict[str, Any]:
-    allowed, default = wh.effective_format_versions(warehouse)
+    allowed, default = warehouses.effective_format_versions(warehouse)
     return {
         "id": warehouse.id,
         "warehouse-id": warehouse.id,
@@ -65,7 +69,7 @@ def warehouse_json(warehouse: WarehouseRow) -> dict[str, Any]:
         "protected": warehouse.protected,
         "allowed-format-versions": allowed,
         "default-format-version": default,
-        "updated-at": statistics._iso(warehouse.updated_at),
+        "updated-at": iso_timestamp(warehouse.updated_at),
     }
 
 
@@ -79,7 +83,7 @@ def project_id(explicit: str | None = None) -> str:
 @blueprint.post("/warehouse")
 async def create_warehouse():
     body = structure_body(await json_body(), CreateWarehouse)
-    warehouse = await wh.create_warehouse(state(), project_id(body.project_id), body, metadata())
+    warehouse = await warehouses.create_warehouse(state(), project_id(body.project_id), body, metadata())
     return json_response(warehouse_json(warehouse), 201)
 
 
@@ -87,7 +91,7 @@ async def create_warehouse():
 async def validate_warehouse_creation():
     body = await json_body()
     explicit = body.get("project-id") if isinstance(body, dict) and isinstance(body.get("project-id"), str) else None
-    return json_response(await wh.validate_creation(state(), metadata(), project_id(explicit), body))
+    return json_response(await warehouses.validate_creation(state(), metadata(), project_id(explicit), body))
 
 
 @blueprint.get("/warehouse")
@@ -97,21 +101,21 @@ async def list_warehouses():
         if status not in WAREHOUSE_STATUSES:
             raise bad_request(f"Query parameter warehouseStatus must be active or inactive, got {status!r}")
     project = project_id(request.args.get("projectId"))
-    await wh.authorize(state(), metadata(), "list_warehouses", "project", project)
+    await authorize(state(), metadata(), "list_warehouses", "project", project)
     warehouses = await warehouse_store.list_warehouses(state().store, project, statuses)
     return json_response({"warehouses": [warehouse_json(w) for w in warehouses]})
 
 
 @blueprint.get("/warehouse/<warehouse_id>")
 async def get_warehouse(warehouse_id: str):
-    warehouse = await wh.require_warehouse(state(), warehouse_id)
-    await wh.authorize(state(), metadata(), "get_metadata", "warehouse", warehouse.id)
+    warehouse = await require_warehouse(state(), warehouse_id)
+    await authorize(state(), metadata(), "get_metadata", "warehouse", warehouse.id)
     return json_response(warehouse_json(warehouse))
 
 
 @blueprint.delete("/warehouse/<warehouse_id>")
 async def delete_warehouse(warehouse_id: str):
-    await wh.delete_warehouse(state(), metadata(), warehouse_id, force=query_bool("force"))
+    await warehouses.delete_warehouse(state(), metadata(), warehouse_id, force=query_bool("force"))
     return empty(204)
 
 
@@ -121,45 +125,46 @@ async def delete_warehouse(warehouse_id: str):
 @blueprint.post("/warehouse/<warehouse_id>/rename")
 async def rename_warehouse(warehouse_id: str):
     body = structure_body(await json_body(), RenameRequest)
-    return json_response(warehouse_json(await wh.rename_warehouse(state(), metadata(), warehouse_id, body.new_name)))
+    warehouse = await warehouses.rename_warehouse(state(), metadata(), warehouse_id, body.new_name)
+    return json_response(warehouse_json(warehouse))
 
 
 @blueprint.post("/warehouse/<warehouse_id>/deactivate")
 async def deactivate_warehouse(warehouse_id: str):
-    await wh.set_warehouse_status(state(), metadata(), warehouse_id, "inactive")
+    await warehouses.set_warehouse_status(state(), metadata(), warehouse_id, "inactive")
     return empty(204)
 
 
 @blueprint.post("/warehouse/<warehouse_id>/activate")
 async def activate_warehouse(warehouse_id: str):
-    await wh.set_warehouse_status(state(), metadata(), warehouse_id, "active")
+    await warehouses.set_warehouse_status(state(), metadata(), warehouse_id, "active")
     return empty(204)
 
 
 @blueprint.post("/warehouse/<warehouse_id>/delete-profile")
 async def set_delete_profile(warehouse_id: str):
-    warehouse = await wh.set_delete_profile(state(), metadata(), warehouse_id, await json_body())
+    warehouse = await warehouses.set_delete_profile(state(), metadata(), warehouse_id, await json_body())
     return json_response(warehouse_json(warehouse))
 
 
 @blueprint.post("/warehouse/<warehouse_id>/format-version-policy")
 async def set_format_version_policy(warehouse_id: str):
-    warehouse = await wh.set_format_version_policy(state(), metadata(), warehouse_id, await json_body())
+    warehouse = await warehouses.set_format_version_policy(state(), metadata(), warehouse_id, await json_body())
     return json_response(warehouse_json(warehouse))
 
 
 @blueprint.get("/warehouse/<warehouse_id>/protection")
 async def get_warehouse_protection(warehouse_id: str):
-    warehouse = await wh.require_warehouse(state(), warehouse_id)
-    await wh.authorize(state(), metadata(), "get_metadata", "warehouse", warehouse.id)
-    return json_response(protection.protection_json(warehouse.protected, warehouse.updated_at))
+    warehouse = await require_warehouse(state(), warehouse_id)
+    await authorize(state(), metadata(), "get_metadata", "warehouse", warehouse.id)
+    return json_response(protection_json(warehouse.protected, warehouse.updated_at))
 
 
 @blueprint.post("/warehouse/<warehouse_id>/protection")
 async def set_warehouse_protection(warehouse_id: str):
     body = structure_body(await json_body(), ProtectionRequest)
-    warehouse = await wh.set_warehouse_protection(state(), metadata(), warehouse_id, body.protected)
-    return json_response(protection.protection_json(warehouse.protected, warehouse.updated_at))
+    warehouse = await warehouses.set_warehouse_protection(state(), metadata(), warehouse_id, body.protected)
+    return json_response(protection_json(warehouse.protected, warehouse.updated_at))
 
 
 # ---------------------------------------------------------------- storage
@@ -167,33 +172,34 @@ async def set_warehouse_protection(warehouse_id: str):
 
 @blueprint.post("/warehouse/<warehouse_id>/storage")
 async def update_storage(warehouse_id: str):
-    warehouse = await wh.update_storage(state(), metadata(), warehouse_id, await json_body())
+    warehouse = await warehouses.update_storage(state(), metadata(), warehouse_id, await json_body())
     return json_response(warehouse_json(warehouse))
 
 
 @blueprint.post("/warehouse/<warehouse_id>/storage-credential")
 async def update_storage_credential(warehouse_id: str):
     body = await optional_json_body()
-    warehouse = await wh.update_credential(state(), metadata(), warehouse_id, {} if body is None else body)
+    warehouse = await warehouses.update_credential(state(), metadata(), warehouse_id, {} if body is None else body)
     return json_response(warehouse_json(warehouse))
 
 
 @blueprint.post("/warehouse/<warehouse_id>/storage/validate-profile")
 async def validate_storage_profile(warehouse_id: str):
-    return json_response(await wh.update_storage(state(), metadata(), warehouse_id, await json_body(), dry_run=True))
+    report = await warehouses.update_storage(state(), metadata(), warehouse_id, await json_body(), dry_run=True)
+    return json_response(report)
 
 
 @blueprint.post("/warehouse/<warehouse_id>/storage/validate-credential")
 async def validate_storage_credential(warehouse_id: str):
     body = await optional_json_body()
-    return json_response(
-        await wh.update_credential(state(), metadata(), warehouse_id, {} if body is None else body, dry_run=True)
-    )
+    credential = {} if body is None else body
+    report = await warehouses.update_credential(state(), metadata(), warehouse_id, credential, dry_run=True)
+    return json_response(report)
 
 
 @blueprint.post("/warehouse/<warehouse_id>/storage/validate-access")
 async def validate_storage_access(warehouse_id: str):
-    return json_response(await wh.validate_access(state(), metadata(), warehouse_id))
+    return json_response(await warehouses.validate_access(state(), metadata(), warehouse_id))
 
 
 # ---------------------------------------------------------------- statistics
@@ -201,8 +207,8 @@ async def validate_storage_access(warehouse_id: str):
 
 @blueprint.get("/warehouse/<warehouse_id>/statistics")
 async def warehouse_statistics(warehouse_id: str):
-    warehouse = await wh.require_warehouse(state(), warehouse_id)
-    await wh.authorize(state(), metadata(), "get_metadata", "warehouse", warehouse.id)
+    warehouse = await require_warehouse(state(), warehouse_id)
+    await authorize(state(), metadata(), "get_metadata", "warehouse", warehouse.id)
     token = request.args.get("page_token") or request.args.get("pageToken")
     size = query_int("page_size") or query_int("pageSize")
     return json_response(await statistics.warehouse_statistics(state(), warehouse.id, token, size))
@@ -229,10 +235,10 @@ async def list_deleted_tabulars(warehouse_id: str):
 @blueprint.post("/warehouse/<warehouse_id>/deleted_tabulars/undrop")
 async def undrop_tabulars(warehouse_id: str):
     body = structure_body(await json_body(), UndropRequest)
-    warehouse = await wh.require_warehouse(state(), warehouse_id, active_only=True)
-    await wh.authorize(state(), metadata(), "use", "warehouse", warehouse.id)
+    warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
+    await authorize(state(), metadata(), "use", "warehouse", warehouse.id)
     for target in body.targets:
-        await wh.authorize(state(), metadata(), "undrop", target.type, target.id, warehouse.id)
+        await authorize(state(), metadata(), "undrop", target.type, target.id, warehouse.id)
     await deletion.undrop_tabulars(state(), metadata(), warehouse, body.targets)
     return empty(204)
 
@@ -248,27 +254,27 @@ async def search_tabular(warehouse_id: str):
 
 @blueprint.get("/warehouse/<warehouse_id>/table/<table_id>/protection")
 async def get_table_protection(warehouse_id: str, table_id: str):
-    return json_response(await protection.get_tabular_protection(state(), metadata(), warehouse_id, table_id, "table"))
+    return json_response(await get_tabular_protection(state(), metadata(), warehouse_id, table_id, "table"))
 
 
 @blueprint.post("/warehouse/<warehouse_id>/table/<table_id>/protection")
 async def set_table_protection(warehouse_id: str, table_id: str):
     body = structure_body(await json_body(), ProtectionRequest)
     return json_response(
-        await protection.set_tabular_protection(state(), metadata(), warehouse_id, table_id, "table", body.protected)
+        await set_tabular_protection(state(), metadata(), warehouse_id, table_id, "table", body.protected)
     )
 
 
 @blueprint.get("/warehouse/<warehouse_id>/view/<view_id>/protection")
 async def get_view_protection(warehouse_id: str, view_id: str):
-    return json_response(await protection.get_tabular_protection(state(), metadata(), warehouse_id, view_id, "view"))
+    return json_response(await get_tabular_protection(state(), metadata(), warehouse_id, view_id, "view"))
 
 
 @blueprint.post("/warehouse/<warehouse_id>/view/<view_id>/protection")
 async def set_view_protection(warehouse_id: str, view_id: str):
     body = structure_body(await json_body(), ProtectionRequest)
     return json_response(
-        await protection.set_tabular_protection(state(), metadata(), warehouse_id, view_id, "view", body.protected)
+        await set_tabular_protection(state(), metadata(), warehouse_id, view_id, "view", body.protected)
     )
 
 
@@ -295,8 +301,8 @@ async def move_namespace(warehouse_id: str, namespace_id: str):
     force = body.get("force", False)
     if not isinstance(force, bool):
         raise bad_request("Invalid request body: expected bool @ body.force")
-    warehouse = await wh.require_warehouse(state(), warehouse_id, active_only=True)
-    await wh.authorize(state(), metadata(), "move", "namespace", namespace_id, warehouse.id)
+    warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
+    await authorize(state(), metadata(), "move", "namespace", namespace_id, warehouse.id)
     result = await namespace_admin.move_namespace(
         state(), metadata(), warehouse, namespace_id, body["destination"], force=force
     )

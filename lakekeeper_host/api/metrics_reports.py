@@ -5,7 +5,7 @@ from __future__ import annotations
 from quart import Blueprint, request
 
 from lakekeeper_host.api.common import json_response, metadata, query_int, state
-from lakekeeper_host.server import metrics_reports
+from lakekeeper_host.server.tables import metrics_reports
 
 blueprint = Blueprint("metrics_reports", __name__, url_prefix="/management/v1")
 

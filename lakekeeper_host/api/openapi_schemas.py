@@ -100,7 +100,8 @@ class Schemas:
             required.append("credential-type")
         for attribute in attrs.fields(cls):
             key = kebab(attribute.name)
-            override = self.field_overrides.get(attribute.name)
+            # a plugin field whose JSON is not its attrs shape names its schema in the field's metadata
+            override = self.field_overrides.get(attribute.name) or attribute.metadata.get("json_schema")
             properties[key] = override if override is not None else self.type(hints.get(attribute.name, Any))
             if attribute.default is attrs.NOTHING:
                 required.append(key)

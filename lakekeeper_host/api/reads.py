@@ -3,9 +3,9 @@
 loadTable, loadView, loadNamespace, their HEAD existence checks and the three list calls are
 nearly all of a catalog's traffic: every query an engine plans starts with a loadTable. Quart's
 request context, routing, hooks and response objects cost about as much CPU per request as the
-read itself, so :class:`ReadLane` answers these requests straight from ASGI. It runs the same
-server-layer calls with the same authentication, headers (``policy_headers``), metrics, endpoint
-statistics, time limit and ErrorModels as every other route.
+read itself, so :class:`ReadLane` answers these requests straight from ASGI, inside the one ASGI
+wrapper of ``api/pipeline.py``, with the same pipeline steps (authentication, headers, metrics,
+endpoint statistics, time limit, ErrorModels) as every other route.
 
 Quart still declares these routes (``api/catalog.py``, ``api/views.py``): ``/config``'s
 ``endpoints``, 405 with ``Allow`` and the OpenAPI documents come from its URL map, and whatever
@@ -21,36 +21,23 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from attrs import frozen
 from quart import Response, request
 
-from lakekeeper_host.api.common import (
-    RequestMetadata,
-    base_uri_for,
-    internal_error_model,
-    metadata,
-    parse_bool,
-    parse_int,
-    policy_headers,
-    request_timeout,
-    state,
-)
+from lakekeeper_host.api.common import metadata, parse_bool, parse_int, state
 from lakekeeper_host.errors import CatalogError
-from lakekeeper_host.server import namespaces, tables, views
-from lakekeeper_host.server.context import (
-    parse_name_path,
-    parse_namespace_path,
-    parse_namespace_query,
-    require_warehouse,
-)
-from lakekeeper_host.server.statistics import request_ids
-from lakekeeper_host.service.authz import ANONYMOUS
+from lakekeeper_host.server import namespaces, tables, tabulars, views
+from lakekeeper_host.server.names import parse_name_path, parse_namespace_path, parse_namespace_query
+from lakekeeper_host.server.resolve import catalog_warehouse
+from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import DataAccess
-from lakekeeper_host.store import new_id
+
+if TYPE_CHECKING:
+    from lakekeeper_host.api.pipeline import Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +95,7 @@ def _etag(etag: str | None) -> dict[str, str]:
 
 
 async def list_namespaces(st: AppState, req: ReadRequest) -> Reply:
-    warehouse = await require_warehouse(st, req.params["prefix"])
+    warehouse = await catalog_warehouse(st, req.params["prefix"])
     return Reply.json(await namespaces.list_namespaces(
         st, req.meta, warehouse, parse_namespace_query(req.args.get("parent")),
         page_token=req.args.get("pageToken"), page_size=req.number("pageSize"),
@@ -117,7 +104,7 @@ async def list_namespaces(st: AppState, req: ReadRequest) -> Reply:
 
 
 async def load_namespace(st: AppState, req: ReadRequest) -> Reply:
-    warehouse = await require_warehouse(st, req.params["prefix"])
+    warehouse = await catalog_warehouse(st, req.params["prefix"])
     parts = parse_namespace_path(req.params["namespace"])
     if req.method == "HEAD":
         await namespaces.namespace_exists(st, req.meta, warehouse, parts)
@@ -128,8 +115,8 @@ async def load_namespace(st: AppState, req: ReadRequest) -> Reply:
 
 
 async def list_tables(st: AppState, req: ReadRequest) -> Reply:
-    warehouse = await require_warehouse(st, req.params["prefix"])
-    return Reply.json(await tables.list_tabular_identifiers(
+    warehouse = await catalog_warehouse(st, req.params["prefix"])
+    return Reply.json(await tabulars.list_tabular_identifiers(
         st, req.meta, warehouse, parse_namespace_path(req.params["namespace"]), "table",
         page_token=req.args.get("pageToken"), page_size=req.number("pageSize"),
         return_uuids=req.flag("returnUuids"), return_protection_status=req.flag("returnProtectionStatus"),
@@ -137,7 +124,7 @@ async def list_tables(st: AppState, req: ReadRequest) -> Reply:
 
 
 async def load_table(st: AppState, req: ReadRequest) -> Reply:
-    warehouse = await require_warehouse(st, req.params["prefix"])
+    warehouse = await catalog_warehouse(st, req.params["prefix"])
     parts, name = parse_namespace_path(req.params["namespace"]), parse_name_path(req.params["table"])
     if req.method == "HEAD":
         await tables.table_exists(st, req.meta, warehouse, parts, name)
@@ -152,7 +139,7 @@ async def load_table(st: AppState, req: ReadRequest) -> Reply:
 
 
 async def list_views(st: AppState, req: ReadRequest) -> Reply:
-    warehouse = await require_warehouse(st, req.params["prefix"])
+    warehouse = await catalog_warehouse(st, req.params["prefix"])
     return Reply.json(await views.list_views(
         st, req.meta, warehouse, parse_namespace_path(req.params["namespace"]),
         page_token=req.args.get("pageToken"), page_size=req.number("pageSize"),
@@ -161,7 +148,7 @@ async def list_views(st: AppState, req: ReadRequest) -> Reply:
 
 
 async def load_view(st: AppState, req: ReadRequest) -> Reply:
-    warehouse = await require_warehouse(st, req.params["prefix"])
+    warehouse = await catalog_warehouse(st, req.params["prefix"])
     parts, name = parse_namespace_path(req.params["namespace"]), parse_name_path(req.params["view"])
     if req.method == "HEAD":
         await views.view_exists(st, req.meta, warehouse, parts, name)
@@ -223,57 +210,28 @@ class _Headers(dict):
 
 
 class ReadLane:
-    """ASGI middleware in front of Quart: answers the read routes, passes everything else on."""
+    """Answers the read routes straight from ASGI, through the same :class:`~lakekeeper_host.api.pipeline.Pipeline`
+    steps Quart's hooks use; :meth:`serve` returns False for anything it leaves to Quart."""
 
-    def __init__(self, app: Any, inner: Any):
-        self.app = app  # the Quart app: its extensions hold the state the lifespan built
-        self.inner = inner
+    def __init__(self, steps: Pipeline):
+        self.steps = steps
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
-            raw = scope.get("raw_path") or scope["path"].encode()
-            found = match(scope["method"], raw.split(b"?", 1)[0].decode("utf-8", "replace"))
-            st = self.app.extensions.get("lakekeeper")
-            if found is not None and st is not None:
-                await self._serve(st, scope, send, *found)
-                return
-        await self.inner(scope, receive, send)
-
-    async def _serve(self, st: AppState, scope: dict[str, Any], send: Any, route: ReadRoute,
-                     params: dict[str, str]) -> None:
-        started = time.perf_counter()
+    async def serve(self, scope: dict[str, Any], raw_path: str, send: Any) -> bool:
         method = scope["method"]
+        state = self.steps.state
+        if method not in ("GET", "HEAD") or state is None:  # not a read, or the server is still starting
+            return False
+        found = match(method, raw_path)
+        if found is None:
+            return False
+        route, params = found
+        started = time.perf_counter()
+        steps = self.steps
         headers = _Headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"])
-        request_id = headers.get("x-request-id") or new_id()
-        reply = await self._reply(st, scope, route, params, method, headers, request_id)
-
-        settings = st.settings
-        out = [(b"x-request-id", request_id.encode())]
-        for name, value in {**reply.headers, **policy_headers(settings.host.allow_origin, scope["path"],
-                                                                headers.get("origin"))}.items():
-            out.append((name.lower().encode(), value.encode("latin-1")))
-        if reply.status not in (204, 304):  # RFC 9110: neither carries a Content-Length of its own
-            out.append((b"content-length", str(len(reply.body)).encode()))
-        await send({"type": "http.response.start", "status": reply.status, "headers": out})
-        await send({"type": "http.response.body", "body": b"" if method == "HEAD" else reply.body})
-
-        self.app.extensions["lakekeeper_metrics"].observe_request(
-            method, route.rule, reply.status, time.perf_counter() - started
-        )
-        recorder = self.app.extensions.get("lakekeeper_endpoint_stats")
-        if recorder is not None:
-            recorder(method, route.rule, reply.status,
-                     *request_ids(headers.get("x-project-id"), scope["path"], params))
-
-    async def _reply(self, st: AppState, scope: dict[str, Any], route: ReadRoute, params: dict[str, str],
-                     method: str, headers: _Headers, request_id: str) -> Reply:
-        limit = self.app.config["LAKEKEEPER_MAX_REQUEST_TIME"]
+        request_id = steps.request_id(headers)
         try:
-            async with asyncio.timeout(limit):
-                actor = ANONYMOUS
-                authenticate = self.app.extensions.get("lakekeeper_authenticate")
-                if authenticate is not None:
-                    actor = await authenticate(method, scope["path"], headers) or ANONYMOUS
+            async with asyncio.timeout(steps.time_limit):
+                actor = await steps.authenticate(method, scope["path"], headers)
                 host = headers.get("host") or "{}:{}".format(*scope["server"])
                 req = ReadRequest(
                     method=method,
@@ -281,25 +239,25 @@ class ReadLane:
                     args=dict(reversed(parse_qsl(scope.get("query_string", b"").decode("latin-1"),
                                                  keep_blank_values=True))),
                     headers=headers,
-                    meta=RequestMetadata(
-                        request_id=request_id, actor=actor,
-                        base_uri=base_uri_for(st.settings, scope.get("scheme", "http"), host, headers),
-                        project_id=headers.get("x-project-id") or None,
-                        user_agent=headers.get("user-agent", ""),
-                    ),
+                    meta=steps.metadata(request_id, actor, scope.get("scheme", "http"), host, headers),
                 )
-                return await route.handler(st, req)
-        except CatalogError as error:
-            if error.code >= 500:
-                log.error("request %s failed: %s %s", request_id, error.type, error.message)
-            return Reply.error(error)
-        except TimeoutError:
-            return Reply.error(request_timeout(limit))
-        except Exception:
-            error_id = new_id()
-            log.exception("unexpected error %s in %s %s", error_id, method, scope["path"])
-            body = json.dumps(internal_error_model(error_id), separators=(",", ":")).encode()
-            return Reply(500, body, {"Content-Type": "application/json"})
+                reply = await route.handler(state, req)
+        except Exception as error:  # noqa: BLE001 - every failure becomes an ErrorModel, as in Quart
+            status, body, error_headers = steps.error_model(error, method, scope["path"], request_id)
+            reply = Reply(status, json.dumps(body, separators=(",", ":")).encode(),
+                          {"Content-Type": "application/json", **error_headers})
+
+        out = []
+        for name, value in {**reply.headers, **steps.response_headers(request_id, scope["path"],
+                                                                        headers.get("origin"))}.items():
+            out.append((name.lower().encode(), value.encode("latin-1")))
+        if reply.status not in (204, 304):  # RFC 9110: neither carries a Content-Length of its own
+            out.append((b"content-length", str(len(reply.body)).encode()))
+        await send({"type": "http.response.start", "status": reply.status, "headers": out})
+        await send({"type": "http.response.body", "body": b"" if method == "HEAD" else reply.body})
+        steps.observe(method, route.rule, reply.status, time.perf_counter() - started,
+                      headers.get("x-project-id"), scope["path"], params)
+        return True
 
 
 async def serve_in_quart(handler: Handler, **params: str) -> Response:

@@ -6,8 +6,14 @@ from __future__ import annotations
 from quart import Blueprint, request
 
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, optional_json_body, state
-from lakekeeper_host.server import scan_planning
-from lakekeeper_host.server.context import parse_name_path, parse_namespace_path, require_warehouse
+from lakekeeper_host.server.names import parse_name_path, parse_namespace_path
+from lakekeeper_host.server.resolve import catalog_warehouse
+from lakekeeper_host.server.tables.scan_planning import (
+    cancel_planning_for_table,
+    plan_for_table,
+    planning_result_for_table,
+    scan_tasks_for_table,
+)
 from lakekeeper_host.service.storage import DataAccess
 
 blueprint = Blueprint("scan_planning", __name__, url_prefix="/catalog/v1")
@@ -17,10 +23,10 @@ TABLE = "/<prefix>/namespaces/<namespace>/tables/<table>"
 
 @blueprint.post(TABLE + "/plan")
 async def plan_table_scan(prefix: str, namespace: str, table: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     access = DataAccess.from_header(request.headers.get("x-iceberg-access-delegation"))
     body = await optional_json_body()
-    result = await scan_planning.plan_for_table(
+    result = await plan_for_table(
         state(), metadata(), warehouse, parse_namespace_path(namespace), parse_name_path(table),
         {} if body is None else body, access,
     )
@@ -29,9 +35,9 @@ async def plan_table_scan(prefix: str, namespace: str, table: str):
 
 @blueprint.get(TABLE + "/plan/<plan_id>")
 async def fetch_planning_result(prefix: str, namespace: str, table: str, plan_id: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     return json_response(
-        await scan_planning.planning_result_for_table(
+        await planning_result_for_table(
             state(), metadata(), warehouse, parse_namespace_path(namespace), parse_name_path(table), plan_id
         )
     )
@@ -39,8 +45,8 @@ async def fetch_planning_result(prefix: str, namespace: str, table: str, plan_id
 
 @blueprint.delete(TABLE + "/plan/<plan_id>")
 async def cancel_planning(prefix: str, namespace: str, table: str, plan_id: str):
-    warehouse = await require_warehouse(state(), prefix)
-    await scan_planning.cancel_planning_for_table(
+    warehouse = await catalog_warehouse(state(), prefix)
+    await cancel_planning_for_table(
         state(), metadata(), warehouse, parse_namespace_path(namespace), parse_name_path(table), plan_id
     )
     return empty()
@@ -48,9 +54,9 @@ async def cancel_planning(prefix: str, namespace: str, table: str, plan_id: str)
 
 @blueprint.post(TABLE + "/tasks")
 async def fetch_scan_tasks(prefix: str, namespace: str, table: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     return json_response(
-        await scan_planning.scan_tasks_for_table(
+        await scan_tasks_for_table(
             state(), metadata(), warehouse, parse_namespace_path(namespace), parse_name_path(table), await json_body()
         )
     )

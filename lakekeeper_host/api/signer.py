@@ -12,7 +12,7 @@ from quart import Blueprint
 
 from lakekeeper_host.api.common import json_body, json_response, metadata, state
 from lakekeeper_host.serde import structure_body
-from lakekeeper_host.server.signer import SignRequest, sign
+from lakekeeper_host.server.security.signer import SignRequest, sign
 
 blueprint = Blueprint("s3_signer", __name__, url_prefix="/catalog/v1")
 

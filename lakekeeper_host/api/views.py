@@ -8,8 +8,13 @@ from quart import Blueprint, request
 from lakekeeper_host.api import reads
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, query_bool, state
 from lakekeeper_host.api.idempotency import idempotent
-from lakekeeper_host.server import views
-from lakekeeper_host.server.context import parse_name_path, parse_namespace_path, require_warehouse
+from lakekeeper_host.server.names import parse_name_path, parse_namespace_path
+from lakekeeper_host.server.resolve import catalog_warehouse
+from lakekeeper_host.server.tabulars import rename
+from lakekeeper_host.server.views import create as view_create
+from lakekeeper_host.server.views import drop as view_drop
+from lakekeeper_host.server.views import register as view_register
+from lakekeeper_host.server.views.commit import commit_view
 from lakekeeper_host.service.storage import DataAccess
 
 blueprint = Blueprint("views", __name__, url_prefix="/catalog/v1")
@@ -27,9 +32,9 @@ async def list_views(prefix: str, namespace: str):
 @blueprint.post("/<prefix>/namespaces/<namespace>/views")
 @idempotent("createView")
 async def create_view(prefix: str, namespace: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     return json_response(
-        await views.create_view(
+        await view_create.create_view(
             state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
         )
     )
@@ -43,8 +48,8 @@ async def load_view(prefix: str, namespace: str, view: str):
 @blueprint.post("/<prefix>/namespaces/<namespace>/views/<view>")
 @idempotent("replaceView")
 async def replace_view(prefix: str, namespace: str, view: str):
-    warehouse = await require_warehouse(state(), prefix)
-    result = await views.commit_view(
+    warehouse = await catalog_warehouse(state(), prefix)
+    result = await commit_view(
         state(), metadata(), warehouse, parse_namespace_path(namespace), parse_name_path(view), await json_body(),
         _access(),
     )
@@ -54,8 +59,8 @@ async def replace_view(prefix: str, namespace: str, view: str):
 @blueprint.delete("/<prefix>/namespaces/<namespace>/views/<view>")
 @idempotent("dropView")
 async def drop_view(prefix: str, namespace: str, view: str):
-    warehouse = await require_warehouse(state(), prefix)
-    await views.drop_view(
+    warehouse = await catalog_warehouse(state(), prefix)
+    await view_drop.drop_view(
         state(),
         metadata(),
         warehouse,
@@ -71,17 +76,17 @@ async def drop_view(prefix: str, namespace: str, view: str):
 @blueprint.post("/<prefix>/views/rename")
 @idempotent("renameView")
 async def rename_view(prefix: str):
-    warehouse = await require_warehouse(state(), prefix)
-    await views.rename_view(state(), metadata(), warehouse, await json_body())
+    warehouse = await catalog_warehouse(state(), prefix)
+    await rename.rename_view(state(), metadata(), warehouse, await json_body())
     return empty()
 
 
 @blueprint.post("/<prefix>/namespaces/<namespace>/register-view")
 @idempotent("registerView")
 async def register_view(prefix: str, namespace: str):
-    warehouse = await require_warehouse(state(), prefix)
+    warehouse = await catalog_warehouse(state(), prefix)
     return json_response(
-        await views.register_view(
+        await view_register.register_view(
             state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
         )
     )

@@ -4,7 +4,7 @@ The same backend serves SQLite. Values are sealed with AES-256-GCM under a key d
 ``LAKEKEEPER__PG_ENCRYPTION_KEY`` (scrypt); the row holds only nonce + ciphertext, and the secret
 id is bound as associated data, so a ciphertext copied onto another row does not open.
 ``lakekeeper rotate-encryption-key`` re-seals every row under a new key
-(``lakekeeper_host.server.secret_admin``).
+(``lakekeeper_host.server.key_rotation``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from lakekeeper_host import hookimpl
 from lakekeeper_host.registry import BackendSpec, BuildContext, StartupError
 from lakekeeper_host.service.secrets import SecretStoreError
-from lakekeeper_host.store import Executor, now_ms
+from lakekeeper_host.store import Executor
+from lakekeeper_host.store import secrets as secret_store
 
 log = logging.getLogger(__name__)
 _FORMAT = "v1"
@@ -85,27 +86,24 @@ class DatabaseSecretStore:
         return "DatabaseSecretStore()"
 
     async def create_impl(self, secret_id: str, value: dict[str, Any]) -> None:
-        await self.db.execute(
-            "INSERT INTO secret (id, ciphertext, created_at) VALUES (:id, :c, :t)",
-            {"id": secret_id, "c": seal(self._key, secret_id, value), "t": now_ms()},
-        )
+        await secret_store.insert_secret(self.db, secret_id, seal(self._key, secret_id, value))
 
     async def get_impl(self, secret_id: str) -> dict[str, Any] | None:
-        row = await self.db.fetch_one("SELECT ciphertext FROM secret WHERE id = :id", {"id": secret_id})
-        return None if row is None else open_sealed(self._key, secret_id, row["ciphertext"])
+        ciphertext = await secret_store.get_ciphertext(self.db, secret_id)
+        return None if ciphertext is None else open_sealed(self._key, secret_id, ciphertext)
 
     async def delete_impl(self, secret_id: str) -> None:
-        await self.db.execute("DELETE FROM secret WHERE id = :id", {"id": secret_id})
+        await secret_store.delete_secret(self.db, secret_id)
 
     async def health(self) -> bool:
-        return await self.db.fetch_val("SELECT 1") == 1
+        return await self.db.ping()
 
     async def close(self) -> None:
         return None
 
     async def check_key(self) -> None:
         """Fail when the newest stored secret does not open: the server runs with a stale key."""
-        row = await self.db.fetch_one("SELECT id, ciphertext FROM secret ORDER BY created_at DESC, id DESC LIMIT 1")
+        row = await secret_store.newest_secret(self.db)
         if row is None:
             return
         try:
@@ -126,8 +124,8 @@ class DatabaseSecretStore:
         the table is never left half old, half new. Skipping rows already under the new key makes
         a repeated run safe (e.g. after a server kept writing with the old key).
         """
-        await self._lock_for_rewrite()
-        rows = await self.db.fetch_all("SELECT id, ciphertext FROM secret ORDER BY id")
+        await secret_store.lock_for_rewrite(self.db)
+        rows = await secret_store.all_secrets(self.db)
         resealed = already = 0
         unreadable: list[str] = []
         for row in rows:
@@ -142,10 +140,7 @@ class DatabaseSecretStore:
                 else:
                     already += 1
                 continue
-            await self.db.execute(
-                "UPDATE secret SET ciphertext = :c, updated_at = :t WHERE id = :id",
-                {"id": secret_id, "c": seal(new_key, secret_id, value), "t": now_ms()},
-            )
+            await secret_store.update_ciphertext(self.db, secret_id, seal(new_key, secret_id, value))
             resealed += 1
         if unreadable:
             shown = ", ".join(unreadable[:5]) + (f" and {len(unreadable) - 5} more" if len(unreadable) > 5 else "")
@@ -155,13 +150,6 @@ class DatabaseSecretStore:
                 "nothing was changed",
             )
         return Resealed(resealed=resealed, already_current=already)
-
-    async def _lock_for_rewrite(self) -> None:
-        # SQLite transactions already hold the write lock (BEGIN IMMEDIATE); on PostgreSQL block
-        # concurrent inserts/updates/deletes until commit, but let readers continue.
-        if self.db.is_postgres:
-            await self.db.execute("LOCK TABLE secret IN SHARE ROW EXCLUSIVE MODE")
-
 
 def warn_if_default_key(pg: Any) -> None:
     if pg.encryption_key_is_default:
@@ -189,4 +177,4 @@ def lakekeeper_startup(state):
     # The host's Secrets facade (whatever the backend) counts cache hits/misses in the
     # `lakekeeper_cache_requests_total{cache="secrets"}` metric once the metrics exist.
     if state.secrets.metrics is None:
-        state.secrets.metrics = state.extras.get("metrics")
+        state.secrets.metrics = state.metrics

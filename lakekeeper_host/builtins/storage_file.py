@@ -19,6 +19,7 @@ from attrs import field, frozen
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.errors import bad_request
+from lakekeeper_host.ids import new_id
 from lakekeeper_host.registry import StorageSpec
 from lakekeeper_host.service.storage import (
     StoragePermission,
@@ -28,14 +29,14 @@ from lakekeeper_host.service.storage import (
     is_sublocation,
     join_location,
 )
-from lakekeeper_host.store import new_id
 
 log = logging.getLogger(__name__)
 
 
 def _validate_root(instance, attribute, value: str) -> None:
     if not value or not os.path.isabs(value):
-        raise ValueError("root must be an absolute directory path")
+        # a CatalogError, not a ValueError: cattrs would report the latter without the field name
+        raise bad_request("Invalid storage-profile.root: must be an absolute directory path", "InvalidStorageProfile")
 
 
 @frozen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,3 +51,24 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
         else:
             merged[key] = value
     return merged
+
+
+def misspelled_prefixes(environ: Mapping[str, str]) -> list[tuple[str, tuple[str, ...], bool]]:
+    """Variables that look meant for us but are not read: ``LAKEKEPER__X``, ``lakekeeper__x``, ``LAKEKEEPER_X``.
+
+    Returns ``(variable, intended key path, certain)``. A single underscore (``LAKEKEEPER_X``) is
+    only a mistake when ``X`` is a real key (the caller knows the keys), since tools use such names
+    for their own settings (``LAKEKEEPER_SPARK_JARS_DIR``); a near-miss of the word itself is certain.
+    """
+    found = []
+    for key in environ:
+        if key.startswith(PREFIXES):
+            continue
+        word, _, rest = key.partition("_")
+        rest = rest.lstrip("_")
+        if not rest or difflib.SequenceMatcher(None, word.upper(), "LAKEKEEPER").ratio() < 0.8:
+            continue
+        path = tuple(part.lower() for part in rest.split("__") if part)
+        single_underscore = word == "LAKEKEEPER" and not key.startswith("LAKEKEEPER__")
+        found.append((key, path, not single_underscore))
+    return sorted(found)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
+import re
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -14,9 +16,9 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
-from cattrs.errors import ClassValidationError, IterableValidationError
+from cattrs.errors import AttributeValidationNote, ClassValidationError, IterableValidationError
 
-from lakekeeper_host.config.env import ConfigError, deep_merge, env_name, read_env
+from lakekeeper_host.config.env import ConfigError, deep_merge, env_name, misspelled_prefixes, read_env
 from lakekeeper_host.config.model import AuthConfig, HostConfig, PgConfig
 from lakekeeper_host.config.types import Secret, parse_duration
 
@@ -139,21 +141,45 @@ class Settings:
     auth: AuthConfig
     consumed: set[str] = attrs.field(factory=set)
     source_file: str | None = None
+    _sections: dict[type, Any] = attrs.field(factory=dict, repr=False)
+    # (variable, intended key path, certain) for LAKEKEPER__X, LAKEKEEPER_X, ... (env.misspelled_prefixes)
+    misspelled: list[tuple[str, tuple[str, ...], bool]] = attrs.field(factory=list)
+    _reported: bool = attrs.field(default=False, init=False, repr=False)
 
     def section(self, cls: type[C]) -> C:
-        return structure_section(self.raw, cls, self.consumed)
+        """The configuration section ``cls``, structured once per process and then remembered."""
+        if cls not in self._sections:
+            self._sections[cls] = structure_section(self.raw, cls, self.consumed)
+        return self._sections[cls]
 
     def unknown_keys(self) -> list[str]:
         return sorted(env_name((k,)) for k in self.raw if k not in self.consumed)
 
+    def config_problems(self) -> list[str]:
+        """One line per key nobody reads, with the key it probably meant. Call after every section is read."""
+        known = sorted(self.consumed - {"config_file", "rust_log"})
+
+        def did_you_mean(key: str) -> str:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+            return f" (did you mean {env_name((close[0],))}?)" if close else ""
+
+        problems = [f"Unknown config key {env_name((k,))}{did_you_mean(k)}" for k in sorted(self.raw)
+                    if k not in self.consumed]
+        for variable, path, certain in self.misspelled:
+            if certain or (path and path[0] in self.consumed):
+                problems.append(f"Ignored variable {variable} (did you mean {env_name(path)}?)")
+        return problems
+
     def report_unknown(self) -> None:
-        unknown = self.unknown_keys()
-        if not unknown:
+        """Warn once per unknown key (or fail under STRICT_CONFIG); later calls say nothing again."""
+        if self._reported:
             return
-        message = "Unknown config key(s): " + ", ".join(unknown)
-        if self.host.strict_config:
-            raise ConfigError(message + " (LAKEKEEPER__STRICT_CONFIG=true)")
-        log.warning(message)
+        problems = self.config_problems()
+        if problems and self.host.strict_config:
+            raise ConfigError("; ".join(problems) + " (LAKEKEEPER__STRICT_CONFIG=true)")
+        self._reported = True
+        for problem in problems:
+            log.warning(problem)
 
     @property
     def embedded(self) -> bool:
@@ -164,6 +190,12 @@ class Settings:
         if self.host.bind_ip:
             return self.host.bind_ip
         return "127.0.0.1" if self.embedded else "0.0.0.0"
+
+    @property
+    def own_base_uri(self) -> str:
+        """Where this server is reached from its own host: ``LAKEKEEPER__BASE_URI`` or the listen address."""
+        host = "127.0.0.1" if self.bind_ip in ("0.0.0.0", "::") else self.bind_ip
+        return (self.host.base_uri or f"http://{host}:{self.host.listen_port}").rstrip("/")
 
 
 def structure_section(raw: dict[str, Any], cls: type[C], consumed: set[str] | None = None) -> C:
@@ -193,13 +225,26 @@ def _is_secret(tp: Any) -> bool:
     return tp is Secret or Secret in typing.get_args(tp) or tp in ("Secret", "Secret | None")
 
 
+# attrs' comparison validators (ge, le, ...) raise ValueError("'name' must be >= 1: 0") without the attribute
+_COMPARISON_MESSAGE = re.compile(r"^'(?P<name>\w+)' (?P<reason>must be .*)$")
+
+
 def _validator_messages(exc: BaseException, prefix: tuple[str, ...] = ()) -> list[str]:
-    """attrs validators raise ``ValueError(msg, attribute, ...)`` inside ``__init__``; name the key."""
+    """attrs validators raise ``ValueError(msg, attribute, ...)`` inside ``__init__``; name the key.
+
+    A nested section's errors arrive in a group noted with the attribute that holds the section.
+    """
+    notes = getattr(exc, "__notes__", ())
+    for note in notes:
+        if isinstance(note, AttributeValidationNote):
+            prefix = (*prefix, note.name)
     if isinstance(exc, BaseExceptionGroup):
         return [m for sub in exc.exceptions for m in _validator_messages(sub, prefix)]
     args = getattr(exc, "args", ())
     if len(args) >= 2 and isinstance(args[1], attrs.Attribute):
         return [f"{env_name((*prefix, args[1].name))}: {args[0]}"]
+    if len(args) == 1 and isinstance(args[0], str) and (match := _COMPARISON_MESSAGE.match(args[0])):
+        return [f"{env_name((*prefix, match['name']))}: {match['reason']}"]
     return []
 
 
@@ -246,6 +291,8 @@ def load_settings(
     auth = structure_section(raw, AuthConfig, consumed)
     # keys read by the CLI / logging setup rather than a class
     consumed.update({"config_file", "rust_log"})
+    if host.require_postgres and not pg.uses_postgres:
+        raise ConfigError(_missing_postgres_message(config_file))
     return Settings(
         raw=raw,
         host=host,
@@ -253,6 +300,16 @@ def load_settings(
         auth=auth,
         consumed=consumed,
         source_file=str(config_file) if config_file else None,
+        misspelled=misspelled_prefixes(environ),
+    )
+
+
+def _missing_postgres_message(config_file: str | os.PathLike | None) -> str:
+    origin = f" (set in {config_file})" if config_file else ""
+    return (
+        "LAKEKEEPER__PG_DATABASE_URL_WRITE is not set, but LAKEKEEPER__REQUIRE_POSTGRES=true" + origin
+        + " forbids the embedded SQLite: set LAKEKEEPER__PG_DATABASE_URL_WRITE=postgresql://user:password@host:5432/db"
+        " (or LAKEKEEPER__PG_HOST_W and LAKEKEEPER__PG_DATABASE)"
     )
 
 

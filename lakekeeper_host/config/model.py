@@ -17,9 +17,13 @@ UNSAFE_ENCRYPTION_KEY = "<This is unsafe, please set a proper key>"
 DEFAULT_RESERVED_NAMESPACES = ("system", "examples", "information_schema")
 
 
+# 0 lets the operating system pick a free port
+PORT_NUMBER = validators.and_(validators.ge(0), validators.le(65535))
+
+
 @frozen
 class MetricsConfig:
-    port: int = 9000
+    port: int = field(default=9000, validator=PORT_NUMBER)
     enabled: bool = True
 
 
@@ -63,42 +67,86 @@ class EventsConfig:
 
 
 @frozen
+class UiConfig:
+    """``LAKEKEEPER__UI__*`` (Lakekeeper §4.11): the web console at ``/ui``.
+
+    Login is offered iff ``LAKEKEEPER__OPENID_PROVIDER_URI`` is set; ``openid_provider_uri``
+    defaults to it. Paths are relative to ``/ui``. ``enable_surveys`` is accepted for
+    compatibility (this console runs no surveys). ``session_secret`` is ours: the key of the
+    console's session cookie (default: derived from ``PG_ENCRYPTION_KEY``, shared by all workers).
+    """
+
+    enabled: bool = True
+    openid_provider_uri: str | None = None
+    openid_client_id: str = "lakekeeper"
+    openid_redirect_path: str = "/callback"
+    openid_scope: str = "openid profile email"
+    openid_resource: str | None = None
+    openid_post_logout_redirect_path: str = "/logout"
+    openid_post_logout_redirect_url: str | None = None
+    openid_post_logout_redirect_disabled: bool = False
+    openid_token_type: str = field(default="access_token", validator=validators.in_(("access_token", "id_token")))
+    lakekeeper_url: str | None = None
+    enable_surveys: bool = True
+    session_secret: Secret | None = None
+
+
+@frozen
 class HostConfig:
     """General server configuration (Lakekeeper §4.1, §4.5, §4.9)."""
 
+    # external URL used in self-links (default: from Host / X-Forwarded-* headers)
     base_uri: str | None = None
     # None: 127.0.0.1 for the embedded default (a laptop), 0.0.0.0 with PostgreSQL
     bind_ip: str | None = None
-    listen_port: int = 8181
+    # where the catalog listens
+    listen_port: int = field(default=8181, validator=PORT_NUMBER)
+    # hypercorn worker processes
     workers: int = 1
     use_x_forwarded_headers: bool = True
+    # requests without x-project-id use DEFAULT_PROJECT_ID
     enable_default_project: bool = True
     default_project_id: str = NIL_UUID
+    # extra reserved top-level namespaces (system, examples, information_schema always)
     reserved_namespaces: tuple[str, ...] = ()
+    # CORS origins (* for any)
     allow_origin: tuple[str, ...] = ()
+    # /swagger-ui with the OpenAPI documents of both APIs
     serve_swagger_ui: bool = True
     pagination_size_default: int = field(default=100, validator=validators.ge(1))
     pagination_size_max: int = field(default=1000, validator=validators.ge(1))
+    # bytes; larger bodies get 413
     max_request_body_size: int = 33554432
     max_request_time: timedelta = timedelta(seconds=30)
+    # read-only: writes answer 503
     maintenance_mode: str = field(default="off", validator=validators.in_(("off", "read-only")))
+    # skip the storage probes on warehouse creation
     skip_storage_validation: bool = False
     # system identities (Lakekeeper §4.2): reported by GET /management/v1/info; the storage plugins
     # read the same keys to allow `*-system-identity` credentials
     enable_aws_system_credentials: bool = False
     enable_azure_system_credentials: bool = False
     enable_gcp_system_credentials: bool = False
+    # log every change event (the built-in `log` event sink)
     log_cloudevents: bool = False
+    # secret store by name: postgres (the database, SQLite too) or a plugin's (kv2)
     secret_backend: str = "postgres"
+    # authorizer by name
     authz_backend: str = "allowall"
+    # entry-point names not to load
     disabled_plugins: tuple[str, ...] = ()
+    # unknown LAKEKEEPER__ keys are errors instead of warnings
     strict_config: bool = False
+    # production: refuse to start on the embedded SQLite when no PostgreSQL is configured
+    require_postgres: bool = False
     trace_plugins: bool = False
+    # user ids that administer the server
     instance_admins: tuple[str, ...] = ()
     # embedded default: where SQLite and the `demo` file warehouse live
     data_dir: str = "lakekeeper-data"
     # embedded default: create project + `demo` warehouse on first start
     embedded_quickstart: bool = True
+    # a task worker's sleep after finding no due task
     task_poll_interval: timedelta = timedelta(seconds=10)
     task_soft_deletion_workers: int = 2
     task_tabular_purge_workers: int = 2
@@ -110,6 +158,8 @@ class HostConfig:
     debug: DebugConfig = DebugConfig()
     cache: CacheConfig = CacheConfig()
     events: EventsConfig = EventsConfig()
+    ui: UiConfig = UiConfig()
+    # json or text
     log_format: str = "json"
     log_level: str = "info"
 
@@ -123,19 +173,26 @@ class HostConfig:
 class PgConfig:
     """PostgreSQL connection (Lakekeeper's flat ``PG_*`` keys)."""
 
+    # read pool (a replica); default: the write URL
     pg_database_url_read: Secret | None = None
+    # PostgreSQL, postgresql://user:password@host:5432/db; unset: the embedded SQLite
     pg_database_url_write: Secret | None = None
+    # instead of the URLs: hosts, port, user, password and database one by one
     pg_host_r: str | None = None
     pg_host_w: str | None = None
     pg_port: int = 5432
     pg_user: str | None = None
     pg_password: Secret | None = None
     pg_database: str | None = None
+    # a dedicated schema (search_path); migrate creates it
     pg_schema: str | None = None
+    # encrypts stored credentials (secret_backend postgres); set a long random key in production
     pg_encryption_key: Secret = Secret(UNSAFE_ENCRYPTION_KEY)
     pg_read_pool_connections: int = 10
     pg_write_pool_connections: int = 5
+    # seconds a request waits for a pooled connection before a 503
     pg_acquire_timeout: int = 5
+    # libpq's disable ... verify-full (or sslmode in the URL)
     pg_ssl_mode: str | None = None
     pg_ssl_root_cert: str | None = None
     # embedded: explicit SQLite URL (default <data_dir>/catalog.sqlite)
@@ -173,6 +230,7 @@ class RoleConfig:
 class AuthConfig:
     """Authentication (Lakekeeper §4.7)."""
 
+    # OIDC issuer URL: turns authentication on
     openid_provider_uri: str | None = None
     openid_audience: tuple[str, ...] = ()
     openid_additional_issuers: tuple[str, ...] = ()

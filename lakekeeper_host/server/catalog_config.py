@@ -13,8 +13,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from lakekeeper_host.errors import CatalogError, no_such_warehouse
-from lakekeeper_host.server.context import authorize
+from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.idempotency import advertised_lifetime
 from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import warehouses as warehouse_store
 
@@ -73,7 +75,7 @@ def served_endpoints(routes: Iterable[tuple[str, Iterable[str]]]) -> list[str]:
     return [endpoint for endpoint in SPEC_ENDPOINTS if endpoint in offered]
 
 
-def parse_warehouse_argument(state: AppState, meta: Any, value: str | None) -> tuple[str, str]:
+def parse_warehouse_argument(state: AppState, meta: RequestMetadata, value: str | None) -> tuple[str, str]:
     """``[<project-id>/]<name>`` -> (project id, warehouse name)."""
     if not value:
         raise CatalogError(
@@ -86,7 +88,7 @@ def parse_warehouse_argument(state: AppState, meta: Any, value: str | None) -> t
 
 
 async def get_config(
-    state: AppState, meta: Any, warehouse_argument: str | None, routes: Iterable[tuple[str, Iterable[str]]]
+    state: AppState, meta: RequestMetadata, warehouse_argument: str | None, routes: Iterable[tuple[str, Iterable[str]]]
 ) -> dict[str, Any]:
     # ------------------------------------------------ VALIDATIONS
     project_id, name = parse_warehouse_argument(state, meta, warehouse_argument)
@@ -94,7 +96,7 @@ async def get_config(
     if warehouse is None or not warehouse.is_active:
         raise no_such_warehouse(f"Warehouse {name} not found")
     # ------------------------------------------------ AUTHZ
-    await authorize(state, meta, "get_config", "warehouse", warehouse.id, warehouse)
+    await authorize(state, meta, "get_config", "warehouse", warehouse.id, warehouse.id)
     # ------------------------------------------------ BUSINESS LOGIC
     storage = await state.storage_for(warehouse)
     defaults = {
@@ -107,7 +109,6 @@ async def get_config(
         "overrides": {"uri": f"{meta.base_uri}{CATALOG_MOUNT}"},
         "endpoints": served_endpoints(routes),
     }
-    from lakekeeper_host.server.idempotency import advertised_lifetime
 
     lifetime = advertised_lifetime(state)
     if lifetime:

@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from lakekeeper_host.service.events import CloudEvent, utc_now_iso
+from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.store.db import new_id
 
 NAMESPACE_SEPARATOR = "\x1f"
@@ -74,14 +75,14 @@ def _id_of(entity: Any) -> str:
     return str(getattr(entity, "id", entity))
 
 
-def _actor_json(meta: Any) -> str:
+def _actor_json(meta: RequestMetadata) -> str:
     actor = getattr(meta, "actor", None)
     described = actor.describe() if actor is not None else {"type": "anonymous"}
     return json.dumps(described, separators=(",", ":"))
 
 
 def build_event(
-    meta: Any,
+    meta: RequestMetadata,
     type: str,
     data: Any = None,
     *,
@@ -131,7 +132,7 @@ def _publish(state: Any, events: list[CloudEvent]) -> list[CloudEvent]:
 
 def _tabular_event(
     state: Any,
-    meta: Any,
+    meta: RequestMetadata,
     type: str,
     tabular_type: str,
     warehouse: Any,
@@ -185,7 +186,7 @@ def table_updated(state, meta, warehouse, namespace, name, tabular_id, data=None
 
 def tables_updated(
     state: Any,
-    meta: Any,
+    meta: RequestMetadata,
     warehouse: Any,
     commits: Iterable[tuple[str | Sequence[str], str, str, Any]],
     *,
@@ -256,7 +257,7 @@ def tabular_dropped(state, meta, warehouse, namespace, name, tabular_id, tabular
 
 def tabulars_undropped(
     state: Any,
-    meta: Any,
+    meta: RequestMetadata,
     warehouse: Any,
     tabulars: Iterable[Any],
     *,

@@ -33,10 +33,12 @@ from attrs import field, frozen
 from lakekeeper_host.config.types import Secret
 from lakekeeper_host.errors import bad_request, not_found
 from lakekeeper_host.registry import TaskQueueSpec
-from lakekeeper_host.serde import WIRE
-from lakekeeper_host.server.deletion import entity_name
+from lakekeeper_host.serde import WIRE, iso_timestamp
+from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.resolve import require_warehouse
+from lakekeeper_host.server.tabulars.deletion import entity_name
 from lakekeeper_host.server.tasks import Reschedule, TaskContext
-from lakekeeper_host.server.warehouses import authorize, require_warehouse
+from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.spark import JarsMode
 from lakekeeper_host.spark_maintenance import (
@@ -92,19 +94,14 @@ class Section:
 
 
 def maintenance_config(state: AppState) -> TableMaintenanceConfig:
-    cached = state.extras.get("table_maintenance_config")
-    if cached is None:
-        cached = state.settings.section(Section).table_maintenance
-        state.extras["table_maintenance_config"] = cached
-    return cached
+    return state.settings.section(Section).table_maintenance
 
 
 def catalog_access(state: AppState, warehouse_name: str) -> CatalogAccess:
-    from lakekeeper_host.server.serve import own_base_uri
 
     config = maintenance_config(state)
     return CatalogAccess(
-        uri=config.catalog_uri or own_base_uri(state.settings) + "/catalog",
+        uri=config.catalog_uri or state.settings.own_base_uri + "/catalog",
         warehouse=warehouse_name,
         token=config.token.get() if config.token else None,
         credential=config.credential.get() if config.credential else None,
@@ -331,7 +328,6 @@ async def _require_table(state: AppState, warehouse_id: str, table_id: str) -> t
 
 
 async def _table_policy_json(state: AppState, project_id: str, warehouse_id: str, table_id: str) -> dict[str, Any]:
-    from lakekeeper_host.server.statistics import _iso
 
     override = await maintenance_store.get_override(state.store, table_id)
     base = await warehouse_policy_layer(state, project_id, warehouse_id)
@@ -339,18 +335,20 @@ async def _table_policy_json(state: AppState, project_id: str, warehouse_id: str
         "table-id": table_id,
         "policy": override.policy if override else {},
         "effective-policy": policy_json(parse_policy(base, override.policy if override else {})),
-        "updated-at": _iso(override.updated_at) if override else None,
+        "updated-at": iso_timestamp(override.updated_at) if override else None,
     }
 
 
-async def get_table_policy(state: AppState, meta: Any, warehouse_id: str, table_id: str) -> dict[str, Any]:
+async def get_table_policy(state: AppState, meta: RequestMetadata, warehouse_id: str, table_id: str) -> dict[str, Any]:
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
     await authorize(state, meta, "get_task_queue_config", "warehouse", warehouse.id)
     table = await _require_table(state, warehouse.id, table_id)
     return await _table_policy_json(state, warehouse.project_id, warehouse.id, table.id)
 
 
-async def set_table_policy(state: AppState, meta: Any, warehouse_id: str, table_id: str, body: Any) -> dict[str, Any]:
+async def set_table_policy(
+    state: AppState, meta: RequestMetadata, warehouse_id: str, table_id: str, body: Any
+) -> dict[str, Any]:
     """VALIDATIONS: the override alone names a bad field; AUTHZ: warehouse queue config rights."""
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
     await authorize(state, meta, "modify_task_queue_config", "warehouse", warehouse.id)
@@ -363,7 +361,7 @@ async def set_table_policy(state: AppState, meta: Any, warehouse_id: str, table_
     return await _table_policy_json(state, warehouse.project_id, warehouse.id, table.id)
 
 
-async def delete_table_policy(state: AppState, meta: Any, warehouse_id: str, table_id: str) -> None:
+async def delete_table_policy(state: AppState, meta: RequestMetadata, warehouse_id: str, table_id: str) -> None:
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
     await authorize(state, meta, "modify_task_queue_config", "warehouse", warehouse.id)
     table = await _require_table(state, warehouse.id, table_id)
@@ -387,7 +385,9 @@ def parse_run_request(body: Any) -> list[str] | None:
     return table_ids
 
 
-async def run_now(state: AppState, meta: Any, warehouse_id: str, table_ids: list[str] | None) -> list[dict[str, Any]]:
+async def run_now(
+    state: AppState, meta: RequestMetadata, warehouse_id: str, table_ids: list[str] | None
+) -> list[dict[str, Any]]:
     """Maintain tables now (all live tables of the warehouse when ``table_ids`` is None).
 
     A table that already has a task gets it moved to now; the response says which attempt number

@@ -24,8 +24,8 @@ from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMeta
 from pyiceberg.typedef import IcebergBaseModel
 
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
+from lakekeeper_host.ids import new_id
 from lakekeeper_host.service.storage import Storage, join_location
-from lakekeeper_host.store import new_id
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,10 @@ import uuid
 from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.ids import new_id
+from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
-from lakekeeper_host.store import new_id
 from lakekeeper_host.store import projects as project_store
 from lakekeeper_host.store import statistics as stats_store
 from lakekeeper_host.store import tasks as task_store
@@ -36,8 +38,7 @@ def project_not_found(project_id: str) -> CatalogError:
     return CatalogError(404, "ProjectNotFound", f"Project {project_id} does not exist")
 
 
-async def authorize_project(state: AppState, meta: Any, action: str, project_id: str) -> None:
-    from lakekeeper_host.server.warehouses import authorize
+async def authorize_project(state: AppState, meta: RequestMetadata, action: str, project_id: str) -> None:
 
     await authorize(state, meta, action, "project", project_id)
 
@@ -45,7 +46,7 @@ async def authorize_project(state: AppState, meta: Any, action: str, project_id:
 # ---------------------------------------------------------------- new projects (bootstrap: server/server_admin.py)
 
 
-async def _after_project_created(state: AppState, project_id: str) -> None:
+async def after_project_created(state: AppState, project_id: str) -> None:
     from lakekeeper_host.server.tasks import ensure_task_log_cleanup
 
     await ensure_task_log_cleanup(state, project_id)
@@ -54,22 +55,21 @@ async def _after_project_created(state: AppState, project_id: str) -> None:
 # ---------------------------------------------------------------- CRUD
 
 
-async def create_project(state: AppState, meta: Any, name: str, explicit_id: str | None) -> str:
+async def create_project(state: AppState, meta: RequestMetadata, name: str, explicit_id: str | None) -> str:
     if not isinstance(name, str) or not name.strip():
         raise bad_request(
             "Invalid request body: project-name must not be empty @ body.project-name", "EmptyProjectName"
         )
     project_id = resolve_project_id(state, None, explicit_id) if explicit_id else new_id()
-    from lakekeeper_host.server.warehouses import authorize
 
     await authorize(state, meta, "create_project", "server", state.server_id or "server")
     if not await project_store.create_project(state.store, project_id, name):
         raise CatalogError(409, "ProjectIdAlreadyExists", f"Project {project_id} already exists")
-    await _after_project_created(state, project_id)
+    await after_project_created(state, project_id)
     return project_id
 
 
-async def get_project(state: AppState, meta: Any, project_id: str) -> ProjectRow:
+async def get_project(state: AppState, meta: RequestMetadata, project_id: str) -> ProjectRow:
     await authorize_project(state, meta, "get_metadata", project_id)
     project = await project_store.get_project(state.store, project_id)
     if project is None:
@@ -77,7 +77,7 @@ async def get_project(state: AppState, meta: Any, project_id: str) -> ProjectRow
     return project
 
 
-async def list_projects(state: AppState, meta: Any) -> list[ProjectRow]:
+async def list_projects(state: AppState, meta: RequestMetadata) -> list[ProjectRow]:
     projects = await project_store.list_projects(state.store)
     actor = getattr(meta, "actor", None)
     if actor is None or not projects:
@@ -90,7 +90,7 @@ async def list_projects(state: AppState, meta: Any) -> list[ProjectRow]:
     return [p for p, ok in zip(projects, allowed, strict=True) if ok]
 
 
-async def rename_project(state: AppState, meta: Any, project_id: str, new_name: Any) -> None:
+async def rename_project(state: AppState, meta: RequestMetadata, project_id: str, new_name: Any) -> None:
     if not isinstance(new_name, str) or not new_name.strip():
         raise bad_request("Invalid request body: new-name must be a non-empty string @ body.new-name")
     await authorize_project(state, meta, "rename", project_id)
@@ -98,7 +98,7 @@ async def rename_project(state: AppState, meta: Any, project_id: str, new_name: 
         raise project_not_found(project_id)
 
 
-async def delete_project(state: AppState, meta: Any, project_id: str) -> None:
+async def delete_project(state: AppState, meta: RequestMetadata, project_id: str) -> None:
     """Refused while the project has warehouses; its tasks, task logs and statistics go with it."""
     await authorize_project(state, meta, "delete", project_id)
     async with state.store.transaction() as tx:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from attrs import evolve, frozen
 
 from lakekeeper_host.errors import CatalogError, bad_request, conflict, not_found
+from lakekeeper_host.ids import new_id
+from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server.projects import resolve_project_id
 from lakekeeper_host.server.users import (
     SEARCH_LIMIT,
@@ -25,19 +27,17 @@ from lakekeeper_host.server.users import (
     page_size,
     rank_matches,
     require_allowed,
-    timestamp,
     validate_user_id,
 )
 from lakekeeper_host.service.authz import Actor, Resource
 from lakekeeper_host.service.state import AppState
-from lakekeeper_host.store import new_id
 from lakekeeper_host.store import projects as project_store
 from lakekeeper_host.store import roles as role_store
 from lakekeeper_host.store import users as user_store
 from lakekeeper_host.store.roles import MemberRow, RoleRow
 
 if TYPE_CHECKING:
-    from lakekeeper_host.api.common import RequestMetadata
+    from lakekeeper_host.service.request import RequestMetadata
 
 LAKEKEEPER_PROVIDER = "lakekeeper"
 SYSTEM_PROVIDER = "system"
@@ -95,8 +95,8 @@ def role_json(role: RoleRow) -> dict[str, Any]:
         "name": role.name,
         "description": role.description,
         "project-id": role.project_id,
-        "created-at": timestamp(role.created_at),
-        "updated-at": timestamp(role.updated_at),
+        "created-at": iso_timestamp(role.created_at),
+        "updated-at": iso_timestamp(role.updated_at),
     }
 
 
@@ -454,11 +454,7 @@ async def remove_member(
 
 def _page(items: list, token: str | None, size: int) -> tuple[list, str | None]:
     """Offset pages for the graph listings (computed in memory, bounded by the project's roles)."""
-    parts = decode_page_token(token, 1)
-    try:
-        offset = int(parts[0]) if parts else 0
-    except ValueError:
-        raise bad_request("Invalid pageToken", "InvalidPaginationToken") from None
+    offset = (decode_page_token(token, int) or (0,))[0]
     page = items[offset : offset + size]
     nxt = encode_page_token(offset + size) if offset + size < len(items) else None
     return page, nxt

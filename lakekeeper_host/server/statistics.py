@@ -17,21 +17,24 @@ import asyncio
 import functools
 import logging
 import re
-from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
+from lakekeeper_host.config.types import parse_duration
 from lakekeeper_host.errors import bad_request
+from lakekeeper_host.ids import now_ms
+from lakekeeper_host.serde import iso_timestamp
+from lakekeeper_host.server import pagination
+from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
+from lakekeeper_host.server.tasks import parse_time, runtime_config
+from lakekeeper_host.service.endpoint_stats import HOUR_MS, EndpointStatsBuffer, bucket_of
 from lakekeeper_host.service.state import AppState
-from lakekeeper_host.store import now_ms, tabular_admin
 from lakekeeper_host.store import statistics as stats_store
+from lakekeeper_host.store import tabular_admin
 
 log = logging.getLogger(__name__)
 
-HOUR_MS = 3600 * 1000
 _RULE_VAR = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-# Key: (project id or None, warehouse id or None, "METHOD /route", status)
-Key = tuple[str | None, str | None, str, int]
 
 
 @functools.lru_cache(maxsize=1024)  # called for every response; routes are few
@@ -41,29 +44,6 @@ def http_route(method: str, rule: str) -> str:
     ``GET /catalog/v1/<prefix>/namespaces/<path:namespace>`` -> ``GET /catalog/v1/{prefix}/namespaces/{namespace}``.
     """
     return f"{method} {_RULE_VAR.sub(lambda m: '{' + m.group(1) + '}', rule)}"
-
-
-def bucket_of(ms: int) -> int:
-    return ms - ms % HOUR_MS
-
-
-class EndpointStatsBuffer:
-    """In-memory counts, swapped out atomically on flush (no locks on the request path)."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[tuple[Key, int]] = Counter()
-        self.first_seen: dict[tuple[Key, int], int] = {}
-
-    def record(self, project_id: str | None, warehouse_id: str | None, route: str, status: int) -> None:
-        t = now_ms()
-        key = ((project_id, warehouse_id, route, status), bucket_of(t))
-        self.counts[key] += 1
-        self.first_seen.setdefault(key, t)
-
-    def take(self) -> tuple[Counter, dict]:
-        counts, first = self.counts, self.first_seen
-        self.counts, self.first_seen = Counter(), {}
-        return counts, first
 
 
 def request_ids(
@@ -78,27 +58,10 @@ def request_ids(
     return project_header or None, warehouse_id
 
 
-def make_recorder(app: Any):
-    """What every response calls: ``recorder(method, rule, status, project_id, warehouse_id)``,
-    a counter increment in this process (``rule`` is the route's Quart rule)."""
-
-    def record(method: str, rule: str, status: int, project_id: str | None, warehouse_id: str | None) -> None:
-        if rule == "unmatched" or not rule.startswith(("/catalog/", "/management/", "/lakekeeper/")):
-            return
-        state = app.extensions.get("lakekeeper")
-        buffer = state.extras.get("endpoint_stats") if state is not None else None
-        if buffer is None:
-            return
-        buffer.record(project_id, warehouse_id, http_route(method, rule), status)
-
-    return record
-
-
 def start_endpoint_statistics(state: AppState) -> None:
-    from lakekeeper_host.server.tasks import runtime_config
 
     buffer = EndpointStatsBuffer()
-    state.extras["endpoint_stats"] = buffer
+    state.endpoint_stats = buffer
     interval = max(0.05, runtime_config(state).endpoint_stat_flush_interval.total_seconds())
 
     async def loop() -> None:
@@ -111,14 +74,10 @@ def start_endpoint_statistics(state: AppState) -> None:
             except Exception:
                 log.exception("flushing endpoint statistics failed")
 
-    state.extras["endpoint_stats_flusher"] = asyncio.create_task(loop(), name="endpoint-stats-flush")
+    state.background_tasks.append(asyncio.create_task(loop(), name="endpoint-stats-flush"))
 
 
 async def stop_endpoint_statistics(state: AppState) -> None:
-    flusher = state.extras.pop("endpoint_stats_flusher", None)
-    if flusher is not None:
-        flusher.cancel()
-        await asyncio.gather(flusher, return_exceptions=True)
     try:
         await flush_endpoint_statistics(state)
     except Exception:
@@ -126,7 +85,7 @@ async def stop_endpoint_statistics(state: AppState) -> None:
 
 
 async def flush_endpoint_statistics(state: AppState) -> None:
-    buffer: EndpointStatsBuffer | None = state.extras.get("endpoint_stats")
+    buffer = state.endpoint_stats
     if buffer is None or not buffer.counts:
         return
     counts, first_seen = buffer.take()
@@ -162,16 +121,8 @@ async def flush_endpoint_statistics(state: AppState) -> None:
 # ---------------------------------------------------------------- endpoint statistics query
 
 
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
-
-
 def _parse_window(spec: Any) -> tuple[int, int]:
     """(end ms, interval ms) from ``range-specifier`` (window or page-token); default: the last day."""
-    from lakekeeper_host.config.types import parse_duration
-    from lakekeeper_host.server.tasks import parse_time
 
     if spec is None:
         return now_ms(), int(timedelta(days=1).total_seconds() * 1000)
@@ -242,14 +193,14 @@ async def endpoint_statistics(state: AppState, project_id: str, body: Any) -> di
                 "status-code": int(row["status_code"]),
                 "warehouse-id": row["warehouse_id"] or None,
                 "warehouse-name": names.get(row["warehouse_id"]) if row["warehouse_id"] else None,
-                "created-at": _iso(row["created_at"] or row["bucket_start"]),
-                "updated-at": _iso(row["updated_at"]),
+                "created-at": iso_timestamp(row["created_at"] or row["bucket_start"]),
+                "updated-at": iso_timestamp(row["updated_at"]),
             }
         )
     ordered = sorted(buckets)
     return {
         # each bucket is labelled with the end of its hour, as Lakekeeper does
-        "timestamps": [_iso(b + HOUR_MS) for b in ordered],
+        "timestamps": [iso_timestamp(b + HOUR_MS) for b in ordered],
         "called-endpoints": [buckets[b] for b in ordered],
         "previous-page-token": f"{end - interval}_{interval}",
         "next-page-token": f"{end + interval}_{interval}",
@@ -274,14 +225,8 @@ async def warehouse_statistics(
     :func:`flush_endpoint_statistics` records for every warehouse requests touched (every change
     to a warehouse's tables and views is such a request, so no change goes unrecorded).
     """
-    host = state.settings.host
-    limit = max(1, min(page_size or host.pagination_size_default, host.pagination_size_max))
-    before = None
-    if page_token:
-        try:
-            before = int(page_token)
-        except ValueError:
-            raise bad_request(f"Invalid page token {page_token!r}", "InvalidPageToken") from None
+    limit = pagination.page_size(state, page_size)
+    before = (decode_page_token(page_token, int) or (None,))[0]
     stats: list[dict[str, Any]] = []
     last_bucket = None
     if before is None:
@@ -294,15 +239,15 @@ async def warehouse_statistics(
         for r in rows:
             last_bucket = r["bucket_start"]
             stats.append(_stats_entry(last_bucket, r["number_of_tables"], r["number_of_views"], r["updated_at"]))
-    next_token = str(last_bucket) if len(stats) == limit else None
+    next_token = encode_page_token(last_bucket) if len(stats) == limit else None
     return {"warehouse-ident": warehouse_id, "stats": stats, "next-page-token": next_token}
 
 
 def _stats_entry(bucket: int, tables: int, views: int, updated_at: int | None) -> dict[str, Any]:
     return {
         # labelled with the end of its hour, as Lakekeeper does
-        "timestamp": _iso(bucket + HOUR_MS),
+        "timestamp": iso_timestamp(bucket + HOUR_MS),
         "number-of-tables": int(tables),
         "number-of-views": int(views),
-        "updated-at": _iso(updated_at),
+        "updated-at": iso_timestamp(updated_at),
     }

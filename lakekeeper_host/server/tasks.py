@@ -20,11 +20,16 @@ from attrs import define, frozen
 
 from lakekeeper_host.config.types import parse_duration
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
+from lakekeeper_host.ids import now_ms
 from lakekeeper_host.registry import TaskQueueSpec, normalize_name
 from lakekeeper_host.serde import structure_body
+from lakekeeper_host.server import maintenance, pagination
+from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
+from lakekeeper_host.server.tabulars.deletion import entity_name, expire_tabular, purge_tabular
 from lakekeeper_host.service.state import AppState
-from lakekeeper_host.store import now_ms
+from lakekeeper_host.store import tabular_admin
 from lakekeeper_host.store import tasks as task_store
+from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.tasks import TaskLogRow, TaskRow
 
 log = logging.getLogger(__name__)
@@ -107,13 +112,11 @@ class TaskLogCleanupConfig:
 
 
 async def _soft_deletion(task: TaskRow, ctx: TaskContext) -> str:
-    from lakekeeper_host.server.deletion import expire_tabular
 
     return await expire_tabular(ctx.state, task)
 
 
 async def _tabular_purge(task: TaskRow, ctx: TaskContext) -> str:
-    from lakekeeper_host.server.deletion import purge_tabular
 
     return await purge_tabular(ctx.state, task)
 
@@ -130,7 +133,6 @@ async def _task_log_cleanup(task: TaskRow, ctx: TaskContext) -> Reschedule:
 
 def builtin_task_queues() -> list[TaskQueueSpec]:
     """The OSS queues (soft_deletion, tabular_purge, task_log_cleanup) and table_maintenance on Spark."""
-    from lakekeeper_host.server import maintenance
 
     return [
         TaskQueueSpec(name=SOFT_DELETION, handler=_soft_deletion, config_cls=EmptyQueueConfig),
@@ -160,11 +162,7 @@ async def ensure_task_log_cleanup(state: AppState, project_id: str) -> None:
 
 
 def runtime_config(state: AppState) -> TaskRuntimeConfig:
-    cached = state.extras.get("task_runtime_config")
-    if cached is None:
-        cached = state.settings.section(TaskRuntimeConfig)
-        state.extras["task_runtime_config"] = cached
-    return cached
+    return state.settings.section(TaskRuntimeConfig)
 
 
 def default_heartbeat_timeout(state: AppState, queue_name: str) -> int:
@@ -370,16 +368,8 @@ def parse_entity(entity: Any, field: str) -> tuple[str, str]:
     return typ, value
 
 
-def encode_page_token(created_at: int, task_id: str) -> str:
-    return f"{created_at}_{task_id}"
-
-
-def decode_page_token(token: str) -> tuple[int, str]:
-    try:
-        created, task_id = token.split("_", 1)
-        return int(created), str(uuid.UUID(task_id))
-    except ValueError:
-        raise bad_request(f"Invalid page-token {token!r}", "InvalidPageToken") from None
+def _task_uuid(value: str) -> str:
+    return str(uuid.UUID(value))
 
 
 async def list_tasks(
@@ -413,11 +403,10 @@ async def list_tasks(
         return [], None
     created_after = parse_time(body["created-after"], "created-after") if body.get("created-after") else None
     created_before = parse_time(body["created-before"], "created-before") if body.get("created-before") else None
-    page_size = body.get("page-size")
-    if page_size is not None and (not isinstance(page_size, int) or isinstance(page_size, bool)):
+    requested_size = body.get("page-size")
+    if requested_size is not None and (not isinstance(requested_size, int) or isinstance(requested_size, bool)):
         raise bad_request("Invalid request body: expected an integer @ body.page-size")
-    host = state.settings.host
-    limit = max(1, min(page_size or host.pagination_size_default, host.pagination_size_max))
+    limit = pagination.page_size(state, requested_size)
     token = body.get("page-token")
     if token is not None and not isinstance(token, str):
         raise bad_request("Invalid request body: expected a string @ body.page-token")
@@ -430,7 +419,7 @@ async def list_tasks(
         entity_ids=entity_ids,
         created_after=created_after,
         created_before=created_before,
-        after=decode_page_token(token) if token else None,
+        after=decode_page_token(token, int, _task_uuid),
         limit=limit,
     )
     next_token = None
@@ -510,7 +499,6 @@ async def control_tasks(state: AppState, project_id: str, warehouse_id: str | No
             elif action_type == "cancel":
                 if task.queue_name == SOFT_DELETION and task.entity_id:
                     # cancelling an expiration restores the table (Lakekeeper: requires undrop)
-                    from lakekeeper_host.store import tabular_admin
 
                     await tabular_admin.clear_deleted(tx, task.entity_id)
                 await task_store.cancel_task(tx, task_id, "Cancelled by request")
@@ -567,8 +555,6 @@ async def schedule_task(
 
 
 async def _entity_name(state: AppState, warehouse_id: str, entity_type: str, entity_id: str) -> list[str]:
-    from lakekeeper_host.store import tabular_admin
-    from lakekeeper_host.store import warehouses as warehouse_store
 
     if entity_type == "warehouse":
         warehouse = await warehouse_store.get_warehouse(state.store, entity_id)
@@ -579,7 +565,6 @@ async def _entity_name(state: AppState, warehouse_id: str, entity_type: str, ent
         tabular = await tabular_admin.get_tabular_info(state.store, warehouse_id, entity_id)
         if tabular is None or tabular.typ != entity_type:
             raise not_found(f"{entity_type.title()} {entity_id} does not exist", f"{entity_type.title()}NotFound")
-        from lakekeeper_host.server.deletion import entity_name
 
         return await entity_name(state.store, tabular.namespace_id, tabular.name)
     raise bad_request(f"Tasks cannot be scheduled for entity type {entity_type!r}", "UnsupportedEntity")

@@ -7,24 +7,23 @@ principal may do what is the authorizer's business.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
 from lakekeeper_host.errors import CatalogError, bad_request, conflict, forbidden, not_found
-from lakekeeper_host.server.authn import IDP_SEPARATOR, MAX_SUBJECT_LENGTH, principal_type
+from lakekeeper_host.serde import iso_timestamp
+from lakekeeper_host.server.pagination import decode_page_token, encode_page_token, page_size
+from lakekeeper_host.server.security.authn import IDP_SEPARATOR, MAX_SUBJECT_LENGTH, principal_type
 from lakekeeper_host.service.authz import Actor, Resource
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import users as user_store
 from lakekeeper_host.store.users import UserRow
 
 if TYPE_CHECKING:
-    from lakekeeper_host.api.common import RequestMetadata
+    from lakekeeper_host.service.request import RequestMetadata
 
 log = logging.getLogger(__name__)
 
@@ -60,44 +59,9 @@ class SearchRequest:
 # ---------------------------------------------------------------- shared helpers (users and roles)
 
 
-def timestamp(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
-
-
-def page_size(state: AppState, requested: int | None) -> int:
-    host = state.settings.host
-    size = host.pagination_size_default if requested is None else requested
-    return max(1, min(size, host.pagination_size_max))
-
-
-def encode_page_token(*parts: Any) -> str:
-    text = "\x1f".join(str(p) for p in parts)
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
-
-
-def decode_page_token(token: str | None, arity: int) -> list[str] | None:
-    """The parts of an opaque page token, None for no/empty token; 400 for a forged one."""
-    if not token:
-        return None
-    try:
-        parts = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode().split("\x1f")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        parts = []
-    if len(parts) != arity:
-        raise bad_request("Invalid pageToken", "InvalidPaginationToken")
-    return parts
-
-
 def keyset_after(token: str | None) -> tuple[int, str] | None:
-    parts = decode_page_token(token, 2)
-    if parts is None:
-        return None
-    try:
-        return int(parts[0]), parts[1]
-    except ValueError:
-        raise bad_request("Invalid pageToken", "InvalidPaginationToken") from None
+    """The (created_at, id) cursor of a users/roles page token."""
+    return decode_page_token(token, int, str)
 
 
 async def require_allowed(state: AppState, actor: Actor, action: str, resource: Resource) -> None:
@@ -132,8 +96,8 @@ def user_json(user: UserRow) -> dict[str, Any]:
         "email": user.email,
         "user-type": user.user_type,
         "last-updated-with": user.last_updated_with,
-        "created-at": timestamp(user.created_at),
-        "updated-at": timestamp(user.updated_at),
+        "created-at": iso_timestamp(user.created_at),
+        "updated-at": iso_timestamp(user.updated_at),
     }
 
 
@@ -141,7 +105,7 @@ def search_user_json(user: UserRow) -> dict[str, Any]:
     return {"id": user.id, "name": user.name, "user-type": user.user_type, "email": user.email}
 
 
-def _nameless(user_id: str) -> str:
+def nameless_user(user_id: str) -> str:
     return f"Nameless App with ID {user_id}"
 
 
@@ -173,7 +137,7 @@ async def create_user(state: AppState, meta: RequestMetadata, body: CreateUserRe
         _validate_user_type(body.user_type)
     if self_provision:
         # provided values win, the token fills the gaps
-        name = name or actor.name or _nameless(user_id)
+        name = name or actor.name or nameless_user(user_id)
         email = email or actor.email
         user_type = body.user_type or principal_type(actor) or "application"
     else:
@@ -211,7 +175,7 @@ async def ensure_user_provisioned(state: AppState, actor: Actor) -> None:
         written = await user_store.insert_user_if_absent(
             state.store,
             actor.user_id,
-            actor.name or _nameless(actor.user_id),
+            actor.name or nameless_user(actor.user_id),
             actor.email,
             principal_type(actor) or "application",
             "config-call-creation",
@@ -225,7 +189,7 @@ async def ensure_user_provisioned(state: AppState, actor: Actor) -> None:
 
 
 def _seen_cache(state: AppState) -> dict[str, float]:
-    return state.extras.setdefault("users.provisioned", {})
+    return state.provisioned_users
 
 
 def _recently_seen(state: AppState, user_id: str) -> bool:

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from typing import Any, Protocol
 
 from lakekeeper_host.errors import CatalogError
+from lakekeeper_host.ids import new_id
 
 CACHE_NAME = "secrets"
 # Lakekeeper jitters cache TTLs down by up to 10 % so entries of one burst do not expire together
@@ -38,7 +39,7 @@ class SecretStore(Protocol):
 
     ``get_impl`` returns ``None`` for an unknown id; ``delete_impl`` of an unknown id is a no-op.
     Failures raise ``SecretStoreError`` (or another ``CatalogError``) whose message names ids,
-    never values. ``lakekeeper_host.testing.secrets_conformance`` checks these rules.
+    never values. ``lakekeeper_testing.secrets_conformance`` checks these rules.
     """
 
     name: str
@@ -74,7 +75,6 @@ class Secrets:
         self.misses = 0
 
     async def create(self, value: dict[str, Any]) -> str:
-        from lakekeeper_host.store import new_id
 
         if not isinstance(value, dict):
             raise TypeError("a secret value must be a JSON object")

@@ -2,22 +2,34 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+from typing import Any, Protocol
 
 import pluggy
 from attrs import define, field
 
 from lakekeeper_host.config import Settings
 from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import BuildContext, Registry
 from lakekeeper_host.serde import WIRE, structure_body
-from lakekeeper_host.service.authz import Authorizer
+from lakekeeper_host.service.authz import Actor, Authorizer
 from lakekeeper_host.service.contracts import ContractCheckers
+from lakekeeper_host.service.endpoint_stats import EndpointStatsBuffer
 from lakekeeper_host.service.events import EventDispatcher
 from lakekeeper_host.service.secrets import Secrets
 from lakekeeper_host.service.storage import Storage
 from lakekeeper_host.store import Store
+from lakekeeper_host.store.changes import ChangeFeed
+
+
+class Authenticator(Protocol):
+    """What the request pipeline needs from authentication (``server/security/authn.py``)."""
+
+    async def authenticate(self, authorization: str | None) -> Actor: ...
+
+    async def close(self) -> None: ...
 
 
 @define
@@ -33,7 +45,15 @@ class AppState:
     server_id: str | None = None
     # (warehouse id, warehouse version) -> Storage; profiles are immutable per version
     _storage_cache: dict[tuple[str, int], Storage] = field(factory=dict)
-    extras: dict[str, Any] = field(factory=dict)
+    # process wiring, set by runtime/lifecycle.py at startup
+    metrics: Metrics | None = None
+    authenticator: Authenticator | None = None  # None: authentication disabled
+    change_feed: ChangeFeed | None = None  # PostgreSQL LISTEN/NOTIFY cache invalidation
+    endpoint_stats: EndpointStatsBuffer | None = None
+    background_tasks: list[asyncio.Task] = field(factory=list)
+    # per-process memory of the server layer
+    scan_plans: dict[str, asyncio.Task] = field(factory=dict)  # asynchronous scan plans still running
+    provisioned_users: dict[str, float] = field(factory=dict)  # user id -> when last registered on /config
 
     def build_context(self) -> BuildContext:
         return BuildContext(settings=self.settings, db=self.store, server_id=self.server_id)

@@ -15,8 +15,6 @@ import logging
 import os
 import re
 import ssl
-import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,23 +25,12 @@ import databases
 
 from lakekeeper_host.config import ConfigError, Settings
 from lakekeeper_host.errors import CatalogError
+from lakekeeper_host.ids import new_id, now_ms  # noqa: F401 - re-exported for the store's callers
 from lakekeeper_host.store.cache import StoreCaches
 
 log = logging.getLogger(__name__)
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def new_id() -> str:
-    """UUIDv7-style ids: time-ordered, so keyset pagination and indexes stay local."""
-    ms = now_ms()
-    rand = uuid.uuid4().int & ((1 << 74) - 1)
-    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 62) << 64 | 0b10 << 62 | (
-        rand & ((1 << 62) - 1)
-    )
-    return str(uuid.UUID(int=value))
 
 
 def dumps(value: Any) -> str:
@@ -76,6 +63,10 @@ class Executor:
 
     async def execute(self, sql: str, values: Mapping[str, Any] | None = None) -> None:
         raise NotImplementedError
+
+    async def ping(self) -> bool:
+        """Whether the database answers a trivial query."""
+        return await self.fetch_val("SELECT 1") == 1
 
     async def fetch_val(self, sql: str, values: Mapping[str, Any] | None = None) -> Any:
         row = await self.fetch_one(sql, values)

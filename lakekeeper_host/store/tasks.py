@@ -537,3 +537,11 @@ async def set_queue_config(
             "t": now_ms(),
         },
     )
+
+
+async def entity_tasks(db: Executor, entity_id: str, queue_name: str) -> list[TaskRow]:
+    """Every task of one queue about one entity (a table or view), in any state."""
+    rows = await db.fetch_all(
+        "SELECT * FROM task WHERE entity_id = :e AND queue_name = :q", {"e": entity_id, "q": queue_name}
+    )
+    return [task_from_row(r) for r in rows]

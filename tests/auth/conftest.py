@@ -1,6 +1,6 @@
 """Authenticated servers for the auth tests: two in-process OIDC issuers, a fake TokenReview API.
 
-The issuers (``lakekeeper_host.testing.oidc.OidcIssuer``) are real HTTP servers with RSA keys
+The issuers (``lakekeeper_testing.oidc.OidcIssuer``) are real HTTP servers with RSA keys
 that the ``lakekeeper serve`` subprocess discovers and fetches JWKS from, exactly as it would
 from Keycloak. No Kubernetes cluster can run here, so ``FakeTokenReview`` stands in for the
 API server's ``POST /apis/authentication.k8s.io/v1/tokenreviews``.
@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from lakekeeper_host.testing.oidc import OidcIssuer
-from lakekeeper_host.testing.server import CatalogServer, free_port
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.server import CatalogServer, free_port
 
 AUDIENCE = "lakekeeper"
 MAX_ROLE_DEPTH = 3

@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from lakekeeper_host.config import load_settings
-from lakekeeper_host.server.authn import provider_configs
-from lakekeeper_host.testing.oidc import OidcIssuer
-from lakekeeper_host.testing.server import CatalogServer
+from lakekeeper_host.server.security.authn import provider_configs
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.server import CatalogServer
 from tests.auth.conftest import FakeTokenReview
 from tests.plugins.installed import plugin_env
 

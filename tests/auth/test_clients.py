@@ -15,7 +15,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import OAuthError
 
-from lakekeeper_host.testing.server import CatalogServer
+from lakekeeper_testing.server import CatalogServer
 
 
 def create_warehouse(server: CatalogServer, token: str, root: str) -> str:

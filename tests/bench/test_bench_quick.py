@@ -79,3 +79,12 @@ def test_markdown_and_plots_written(quick_run):
     for relative in result["plots"].values():
         assert (out / relative).stat().st_size > 1000
         assert f"]({relative})" in markdown
+
+
+def test_console_pages_were_timed(quick_run):
+    out, result = quick_run
+    console = result["curves"]["console_pages"]
+    assert "failed" not in console, console.get("failed")
+    assert console["tables"] == result["curves"]["list_tables"]["points"][-1]["tables"]
+    assert {"server", "warehouse", "namespace_first_page", "namespace_last_page", "table"} <= set(console["pages"])
+    assert "### Console page times" in (out / "RESULTS.md").read_text()

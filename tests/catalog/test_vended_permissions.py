@@ -19,9 +19,9 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from lakekeeper_host.testing.oidc import OidcIssuer
-from lakekeeper_host.testing.server import CatalogServer
-from lakekeeper_host.testing.services import BinaryNotFound, SeaweedS3, seaweed_iam_config, seaweed_role_arn
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import SeaweedS3, seaweed_iam_config, seaweed_role_arn, service_or_skip
 from tests.catalog.helpers import SCHEMA, error
 
 pytestmark = pytest.mark.s3
@@ -39,10 +39,7 @@ VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}
 
 @pytest.fixture(scope="module")
 def seaweed():
-    try:
-        server = SeaweedS3(iam_config=seaweed_iam_config({ROLE: ROLE_POLICY}), buckets=[BUCKET]).start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    server = service_or_skip(SeaweedS3(iam_config=seaweed_iam_config({ROLE: ROLE_POLICY}), buckets=[BUCKET]))
     yield server
     server.close()
 

@@ -15,7 +15,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from lakekeeper_host.store import Store
 from lakekeeper_host.store import idempotency as idempotency_store
-from lakekeeper_host.testing.server import create_file_warehouse, start_server
+from lakekeeper_testing.server import create_file_warehouse, start_server
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "s", StringType(), required=False))
 SCHEMA_JSON = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from lakekeeper_host.errors import CatalogError
-from lakekeeper_host.server import etag, idempotency
+from lakekeeper_host.server import idempotency
+from lakekeeper_host.server.tables import etag
 from lakekeeper_host.service.storage import DataAccess, StoragePermission
 
 WH = "019bbf1a-0000-7000-8000-000000000001"

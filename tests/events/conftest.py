@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from lakekeeper_host.testing.oidc import OidcIssuer
-from lakekeeper_host.testing.server import CatalogServer
-from lakekeeper_host.testing.services import BinaryNotFound, KafkaBroker, NatsServer
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import KafkaBroker, NatsServer, service_or_skip
 from tests.events.support import (
     AUDIENCE,
     backend_env,
@@ -37,20 +37,14 @@ def idp() -> Iterator[OidcIssuer]:
 
 @pytest.fixture(scope="module")
 def nats_server() -> Iterator[NatsServer]:
-    try:
-        server = NatsServer().start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    server = service_or_skip(NatsServer())
     yield server
     server.close()
 
 
 @pytest.fixture(scope="module")
 def kafka_broker() -> Iterator[KafkaBroker]:
-    try:
-        broker = KafkaBroker().start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    broker = service_or_skip(KafkaBroker())
     yield broker
     broker.close()
 

@@ -11,8 +11,8 @@ from typing import Any, Self
 
 import httpx
 
-from lakekeeper_host.testing.oidc import OidcIssuer
-from lakekeeper_host.testing.server import CatalogServer
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.server import CatalogServer
 
 AUDIENCE = "lakekeeper"
 

@@ -23,7 +23,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import LongType, NestedField, StringType
 
-from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse
+from lakekeeper_testing.server import CatalogServer, create_file_warehouse
 from tests.events.conftest import EXAMPLE_CHECKER_SRC
 from tests.events.support import backend_env, start_server
 from tests.plugins.concurrent_commit import TRIGGER

@@ -18,7 +18,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import IntegerType, NestedField, StringType
 
-from lakekeeper_host.testing.services import BinaryNotFound, NatsServer
+from lakekeeper_testing.services import NatsServer, service_or_skip
 from tests.events.support import (
     NatsCollector,
     backend_env,
@@ -220,10 +220,7 @@ def test_contract_violation_is_409_leaves_table_unchanged_and_emits_nothing(
 
 @pytest.fixture
 def outage_nats():
-    try:
-        server = NatsServer().start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    server = service_or_skip(NatsServer())
     yield server
     server.close()
 

@@ -13,7 +13,7 @@ from lakekeeper_host.app import create_app
 from lakekeeper_host.config import load_settings
 from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.registry import BackendSpec
-from lakekeeper_host.testing.server import CatalogServer
+from lakekeeper_testing.server import CatalogServer
 
 
 def make_app(tmp_path, **env):
@@ -40,7 +40,7 @@ async def test_health_reports_each_backend(client):
 @pytest.mark.postgres
 def test_health_is_503_while_postgres_is_down_and_recovers():
     """A real outage: the server's PostgreSQL is stopped and started again under it."""
-    from lakekeeper_host.testing.services import PostgresServer
+    from lakekeeper_testing.services import PostgresServer
 
     with PostgresServer() as pg:
         url = pg.create_database("health_outage")

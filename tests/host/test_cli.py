@@ -15,7 +15,7 @@ import time
 import httpx
 import pytest
 
-from lakekeeper_host.testing.server import free_port
+from lakekeeper_testing.server import free_port
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -90,7 +90,7 @@ def test_unknown_keys_warn_or_fail_under_strict(caplog):
     settings = load_settings({"LAKEKEEPER__LISTEN_PROT": "1"})
     assert settings.unknown_keys() == ["LAKEKEEPER__LISTEN_PROT"]
     settings.report_unknown()
-    assert "Unknown config key(s): LAKEKEEPER__LISTEN_PROT" in caplog.text
+    assert "Unknown config key LAKEKEEPER__LISTEN_PROT (did you mean LAKEKEEPER__LISTEN_PORT?)" in caplog.text
     strict = load_settings({"LAKEKEEPER__LISTEN_PROT": "1", "LAKEKEEPER__STRICT_CONFIG": "true"})
     with pytest.raises(ConfigError, match="LAKEKEEPER__LISTEN_PROT"):
         strict.report_unknown()

@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse
+from lakekeeper_testing.server import CatalogServer, create_file_warehouse
 
 
 @pytest.mark.postgres
@@ -57,6 +57,6 @@ def test_log_is_json_lines_and_never_shows_a_configured_secret(pg_url_factory, t
     levels = {record["level"] for record in records}
     targets = {record["target"] for record in records}
     assert "DEBUG" in levels  # LOG_LEVEL=debug took effect: the plugin trace is in the log
-    assert "lakekeeper_host.server.lifecycle" in targets  # the migrations it applied
+    assert "lakekeeper_host.runtime.lifecycle" in targets  # the migrations it applied
     assert "hypercorn.error" in targets  # the web server's own lines are JSON too
     assert any(record["message"].startswith("cloudevent ") for record in records)

@@ -16,7 +16,7 @@ import pytest
 
 from lakekeeper_host.store.cache import LookupCache
 from lakekeeper_host.store.changes import APPLICATION_NAME
-from lakekeeper_host.testing.server import create_file_warehouse, start_server
+from lakekeeper_testing.server import create_file_warehouse, start_server
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 

@@ -291,7 +291,7 @@ def test_documented_answers_describe_what_the_server_answers(documents, sqlite_s
     """Real answers of the running server, validated against the schemas the document gives them."""
     from pyiceberg.catalog.rest import RestCatalog
 
-    from lakekeeper_host.testing.server import create_file_warehouse
+    from lakekeeper_testing.server import create_file_warehouse
     from tests.management.helpers import create_view
 
     catalog_doc = documents["catalog"]

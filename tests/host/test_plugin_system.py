@@ -13,7 +13,7 @@ from lakekeeper_host.app import create_app
 from lakekeeper_host.config import load_settings
 from lakekeeper_host.plugins import BUILTIN_PLUGINS, list_plugins, make_plugin_manager
 from lakekeeper_host.registry import BackendSpec, Registry, StartupError
-from lakekeeper_host.server.lifecycle import check_backend_selection
+from lakekeeper_host.runtime.lifecycle import check_backend_selection
 from tests.plugins import memory_storage
 
 

@@ -19,8 +19,8 @@ from lakekeeper_host.config import ConfigError
 from lakekeeper_host.store import Store
 from lakekeeper_host.store.db import PoolTimeout
 from lakekeeper_host.store.migrate import migrate
-from lakekeeper_host.testing.server import create_file_warehouse, start_server
-from lakekeeper_host.testing.services import PostgresServer, self_signed_chain
+from lakekeeper_testing.server import create_file_warehouse, start_server
+from lakekeeper_testing.services import PostgresServer, self_signed_chain
 
 
 def _asyncpg(url: str) -> str:

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from lakekeeper_host.api.reads import match
-from lakekeeper_host.testing.server import create_file_warehouse
+from lakekeeper_testing.server import create_file_warehouse
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 VIEW = {

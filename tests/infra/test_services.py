@@ -30,7 +30,7 @@ from hvac.exceptions import Forbidden
 
 from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
 from lakekeeper_host.spark import spark_snippet
-from lakekeeper_host.testing.services import (
+from lakekeeper_testing.services import (
     PG_URL_ENV,
     BinaryNotFound,
     KafkaBroker,
@@ -43,6 +43,7 @@ from lakekeeper_host.testing.services import (
     postgres_for_tests,
     seaweed_iam_config,
     seaweed_role_arn,
+    service_or_skip,
 )
 
 S = TypeVar("S", bound=ManagedService)
@@ -51,10 +52,7 @@ S = TypeVar("S", bound=ManagedService)
 @contextlib.contextmanager
 def running(service: S) -> Iterator[S]:
     """Start ``service`` for the block, then check that it really is gone."""
-    try:
-        service.start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    service_or_skip(service)
     tmp_dir = service.tmp_dir
     try:
         yield service

@@ -143,7 +143,7 @@ def test_auto_without_complete_local_jars_goes_to_maven_or_says_what_is_missing(
 def printed_pyspark_snippet(server) -> str:
     """The plain PySpark block of the connection help the embedded server printed at start."""
     log = server.log_path.read_text()
-    block = log.split("PySpark anywhere else", 1)[1].split("\n", 1)[1].split("\nDuckDB:", 1)[0]
+    block = log.split("PySpark anywhere else", 1)[1].split("\n", 1)[1].split("\nDuckDB", 1)[0]
     return textwrap.dedent(block)
 
 
@@ -180,3 +180,27 @@ def test_the_pyspark_snippet_serve_prints_connects_to_it(server, tmp_path):
 def test_readme_shows_the_snippet_serve_prints():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert spark_setup.spark_snippet("http://127.0.0.1:8181/catalog", "demo").rstrip() in readme
+
+
+def test_shaded_jars_are_looked_for_next_to_a_clean_clone_and_in_the_user_cache(monkeypatch, tmp_path):
+    """From a clean clone the README's ``../shared/spark-jars`` (any ``shared/spark-jars`` above the
+    checkout or the working directory) and the per-user cache are searched; the error lists them all."""
+    checkout = tmp_path / "work" / "lakekeeper"
+    checkout.mkdir(parents=True)
+    shared = tmp_path / "work" / "shared" / "spark-jars"
+    monkeypatch.delenv(spark_setup.JARS_DIR_ENV, raising=False)
+    monkeypatch.chdir(checkout)
+    monkeypatch.setattr(spark_setup, "DEFAULT_JARS_CACHE", tmp_path / "cache")
+    candidates = spark_setup.shaded_dependency_candidates()
+    assert shared in candidates and candidates[-1] == tmp_path / "cache" / "spark-jars"
+
+    monkeypatch.setenv(spark_setup.JARS_DIR_ENV, str(tmp_path / "empty"))
+    assert spark_setup.shaded_dependency_candidates() == [tmp_path / "empty"]
+    with pytest.raises(spark_setup.SparkJarsError, match=r"are in none of .*empty.*build-spark-jars\.sh"):
+        spark_setup.resolve_spark_jars("offline")
+
+    shared.mkdir(parents=True)
+    for jar in spark_setup.SHADED_DEPENDENCY_JARS:
+        (shared / jar).write_bytes(b"")
+    monkeypatch.setenv(spark_setup.JARS_DIR_ENV, str(shared))
+    assert spark_setup.shaded_dependency_dir() == shared

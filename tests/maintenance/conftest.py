@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lakekeeper_host.testing.server import CatalogServer, free_port
+from lakekeeper_testing.server import CatalogServer, free_port
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -16,7 +16,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from lakekeeper_host.testing.server import create_file_warehouse
+from lakekeeper_testing.server import create_file_warehouse
 
 MGMT = "/management/v1"
 QUEUE = "table_maintenance"

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lakekeeper_host.testing.server import CatalogServer
+from lakekeeper_testing.server import CatalogServer
 
 PLUGIN_DIR = Path(__file__).parent / "plugins"
 

@@ -6,7 +6,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from lakekeeper_host.testing.server import create_file_warehouse
+from lakekeeper_testing.server import create_file_warehouse
 
 
 def new_file_warehouse(server_url: str, tmp_path_factory, **kwargs) -> dict:

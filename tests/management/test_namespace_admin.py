@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.exceptions import NamespaceNotEmptyError, NoSuchNamespaceError, NoSuchTableError
 
-from lakekeeper_host.testing.server import create_file_warehouse
+from lakekeeper_testing.server import create_file_warehouse
 from tests.management.helpers import wait_for
 
 # the catalog table endpoints are built in parallel; these tests run as soon as they exist

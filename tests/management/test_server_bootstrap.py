@@ -10,7 +10,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from lakekeeper_host.testing.oidc import OidcIssuer
+from lakekeeper_testing.oidc import OidcIssuer
 
 MGMT = "/management/v1"
 

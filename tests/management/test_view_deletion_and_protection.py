@@ -9,7 +9,7 @@ import uuid
 import pyarrow as pa
 from pyiceberg.catalog.rest import RestCatalog
 
-from lakekeeper_host.testing.server import create_file_warehouse
+from lakekeeper_testing.server import create_file_warehouse
 from tests.management.helpers import create_view, wait_for
 
 MGMT = "/management/v1"

@@ -17,7 +17,7 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from lakekeeper_host.testing.server import CatalogServer, create_file_warehouse, start_server
+from lakekeeper_testing.server import CatalogServer, create_file_warehouse, start_server
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 

@@ -18,7 +18,7 @@ from pyiceberg.types import DateType, LongType, NestedField, StringType
 
 from lakekeeper_host.builtins.storage_file import FileProfile, FileStorage
 from lakekeeper_host.errors import CatalogError
-from lakekeeper_host.server import scan_planning as sp
+from lakekeeper_host.server.tables import scan_planning as sp
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

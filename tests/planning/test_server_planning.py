@@ -22,7 +22,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
-from lakekeeper_host.testing.server import create_file_warehouse, start_server
+from lakekeeper_testing.server import create_file_warehouse, start_server
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

@@ -16,9 +16,9 @@ from lakekeeper_host.builtins.secrets_database import (
 )
 from lakekeeper_host.store import Store
 from lakekeeper_host.store.migrate import migrate
-from lakekeeper_host.testing.secrets_conformance import SeaweedTwoUsers, server_database
-from lakekeeper_host.testing.server import CatalogServer
-from lakekeeper_host.testing.services import BinaryNotFound
+from lakekeeper_testing.secrets_conformance import SeaweedTwoUsers, server_database
+from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import service_or_skip
 
 KEY = "conformance-key-0123456789abcdef"
 BUCKET = "lakekeeper"
@@ -52,10 +52,7 @@ def database_secret_store(store) -> DatabaseSecretStore:
 
 @pytest.fixture(scope="session")
 def seaweed() -> Iterator[SeaweedTwoUsers]:
-    try:
-        server = SeaweedTwoUsers(buckets=[BUCKET]).start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    server = service_or_skip(SeaweedTwoUsers(buckets=[BUCKET]))
     try:
         yield server
     finally:

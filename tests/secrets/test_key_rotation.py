@@ -13,8 +13,8 @@ from lakekeeper_host.builtins.secrets_database import (
     derive_key,
     open_sealed,
 )
-from lakekeeper_host.testing.secrets_conformance import server_database, storage_works
-from lakekeeper_host.testing.server import CatalogServer
+from lakekeeper_testing.secrets_conformance import server_database, storage_works
+from lakekeeper_testing.server import CatalogServer
 
 from .conftest import backend_env, start_server
 

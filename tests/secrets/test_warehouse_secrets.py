@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_host.testing.secrets_conformance import WarehouseSecretsConformance
+from lakekeeper_testing.secrets_conformance import WarehouseSecretsConformance
 
 from .conftest import DatabaseProbe, backend_env, start_server
 
@@ -31,7 +31,7 @@ class TestBuiltinStoreWarehouses(WarehouseSecretsConformance):
 async def test_raw_warehouse_and_secret_rows_hold_no_plaintext(builtin_server, seaweed):
     import httpx
 
-    from lakekeeper_host.testing.secrets_conformance import server_database
+    from lakekeeper_testing.secrets_conformance import server_database
 
     credential = seaweed.credential("first")
     async with httpx.AsyncClient(base_url=builtin_server.url, timeout=120) as client:
@@ -53,7 +53,7 @@ async def test_raw_warehouse_and_secret_rows_hold_no_plaintext(builtin_server, s
 async def test_secret_cache_lookups_show_in_the_metrics_without_values(builtin_server, seaweed):
     import httpx
 
-    from lakekeeper_host.testing.secrets_conformance import storage_works
+    from lakekeeper_testing.secrets_conformance import storage_works
 
     credential = seaweed.credential("second")
     async with httpx.AsyncClient(base_url=builtin_server.url, timeout=120) as client:

@@ -8,7 +8,7 @@ from pyiceberg.types import IntegerType, NestedField, StringType
 from pyiceberg.view.metadata import ViewVersion
 
 from lakekeeper_host.errors import CatalogError
-from lakekeeper_host.server import view_metadata as vm
+from lakekeeper_host.server.views import metadata as vm
 
 SCHEMA = Schema(
     NestedField(3, "id", IntegerType(), required=True, doc="unique ID"),

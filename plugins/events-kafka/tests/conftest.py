@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from lakekeeper_host.testing.services import BinaryNotFound, KafkaBroker, SeaweedS3
+from lakekeeper_testing.services import KafkaBroker, SeaweedS3, service_or_skip
 
 BUCKET = "tansu"
 
@@ -44,10 +44,7 @@ class PersistentKafkaBroker(KafkaBroker):
 
 @pytest.fixture(scope="module")
 def kafka_broker() -> Iterator[KafkaBroker]:
-    try:
-        broker = KafkaBroker().start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    broker = service_or_skip(KafkaBroker())
     try:
         yield broker
     finally:
@@ -56,10 +53,7 @@ def kafka_broker() -> Iterator[KafkaBroker]:
 
 @pytest.fixture(scope="module")
 def seaweed() -> Iterator[SeaweedS3]:
-    try:
-        server = SeaweedS3(buckets=[BUCKET]).start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    server = service_or_skip(SeaweedS3(buckets=[BUCKET]))
     try:
         yield server
     finally:
@@ -75,10 +69,7 @@ def kafka_factory(seaweed) -> Iterator:
         broker = PersistentKafkaBroker(s3=seaweed)
         made.append(broker)
         if start:
-            try:
-                broker.start()
-            except BinaryNotFound as exc:
-                pytest.skip(str(exc))
+            service_or_skip(broker)
         return broker
 
     yield make

@@ -19,7 +19,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import IntegerType, NestedField
 
-from lakekeeper_host.testing.server import CatalogServer
+from lakekeeper_testing.server import CatalogServer
 
 from .test_kafka_sink import consume
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from lakekeeper_host.testing.services import BinaryNotFound, NatsServer
+from lakekeeper_testing.services import NatsServer, service_or_skip
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -27,10 +27,7 @@ class AuthNatsServer(NatsServer):
 
 
 def start_nats(**kwargs) -> NatsServer:
-    try:
-        return (AuthNatsServer(**kwargs) if kwargs else NatsServer()).start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    return service_or_skip(AuthNatsServer(**kwargs) if kwargs else NatsServer())
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +48,7 @@ def nats_factory() -> Iterator:
         server = AuthNatsServer(**kwargs)
         started.append(server)
         if start:
-            try:
-                server.start()
-            except BinaryNotFound as exc:
-                pytest.skip(str(exc))
+            service_or_skip(server)
         return server
 
     yield make

@@ -8,18 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from lakekeeper_host.config.types import Secret
-from lakekeeper_host.testing.secrets_conformance import SeaweedTwoUsers
-from lakekeeper_host.testing.services import BaoUserpass, BinaryNotFound, OpenBaoServer
 from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
+from lakekeeper_testing.secrets_conformance import SeaweedTwoUsers
+from lakekeeper_testing.services import BaoUserpass, OpenBaoServer, service_or_skip
 
 MOUNT = "lakekeeper-kv"
 
 
 def start_bao() -> OpenBaoServer:
-    try:
-        return OpenBaoServer().start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    return service_or_skip(OpenBaoServer())
 
 
 def kv2_config(access: BaoUserpass) -> Kv2Config:
@@ -74,10 +71,7 @@ async def kv2_store(bao_access):
 
 @pytest.fixture(scope="session")
 def seaweed() -> Iterator[SeaweedTwoUsers]:
-    try:
-        server = SeaweedTwoUsers(buckets=["lakekeeper"]).start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    server = service_or_skip(SeaweedTwoUsers(buckets=["lakekeeper"]))
     try:
         yield server
     finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakekeeper_host.testing.secrets_conformance import SecretStoreConformance
+from lakekeeper_testing.secrets_conformance import SecretStoreConformance
 
 
 class TestVaultKv2Store(SecretStoreConformance):

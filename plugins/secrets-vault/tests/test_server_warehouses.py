@@ -7,14 +7,14 @@ from typing import Any
 import httpx
 import pytest
 
-from lakekeeper_host.testing.secrets_conformance import (
+from lakekeeper_testing.secrets_conformance import (
     WarehouseSecretsConformance,
     server_database,
     storage_works,
     warehouse_secret_id,
 )
-from lakekeeper_host.testing.server import CatalogServer
-from lakekeeper_host.testing.services import BaoUserpass, OpenBaoServer, ServiceError
+from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import BaoUserpass, OpenBaoServer, ServiceError
 
 from .conftest import kv2_env
 

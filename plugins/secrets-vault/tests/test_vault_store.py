@@ -10,9 +10,9 @@ import pytest
 from lakekeeper_host.config.types import Secret
 from lakekeeper_host.registry import StartupError
 from lakekeeper_host.service.secrets import SecretStoreError
-from lakekeeper_host.testing.secrets_conformance import S3_CREDENTIAL, new_secret_id
-from lakekeeper_host.testing.services import ServiceError
 from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
+from lakekeeper_testing.secrets_conformance import S3_CREDENTIAL, new_secret_id
+from lakekeeper_testing.services import ServiceError
 
 from .conftest import kv2_config
 
@@ -146,7 +146,7 @@ async def test_bad_credentials_or_no_server_fail_at_startup_without_the_password
         await VaultKv2Store(wrong, server_id="s").start()
     assert "wrong-password-123" not in str(raised.value)
 
-    from lakekeeper_host.testing.services import free_port
+    from lakekeeper_testing.services import free_port
 
     nowhere = Kv2Config(
         url=f"http://127.0.0.1:{free_port()}", user="u", password=Secret("pw-nowhere-123"), secret_mount="kv"

@@ -16,13 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
-from lakekeeper_host.testing.server import CatalogServer
-from lakekeeper_host.testing.services import (
-    BinaryNotFound,
+from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import (
     SeaweedS3,
     postgres_for_tests,
     seaweed_iam_config,
     seaweed_role_arn,
+    service_or_skip,
 )
 
 BUCKET = "lakekeeper"
@@ -38,10 +38,7 @@ BACKENDS = ["sqlite", "postgres"]
 
 @pytest.fixture(scope="session")
 def seaweed() -> Iterator[SeaweedS3]:
-    try:
-        server = SeaweedS3(iam_config=seaweed_iam_config({ROLE: ROLE_POLICY}), buckets=[BUCKET]).start()
-    except BinaryNotFound as exc:
-        pytest.skip(str(exc))
+    server = service_or_skip(SeaweedS3(iam_config=seaweed_iam_config({ROLE: ROLE_POLICY}), buckets=[BUCKET]))
     try:
         yield server
     finally:

@@ -220,3 +220,27 @@ def test_spark_writes_and_reads_an_s3a_table_through_the_catalog(s3_server, seaw
     assert any(k.endswith(".parquet") for k in keys) and any(k.endswith(".metadata.json") for k in keys)
     # and another client reads what Spark wrote, through vended credentials
     assert table.scan().to_arrow().sort_by("id").equals(ROWS)
+
+
+def test_spark_refuses_an_s3_warehouse_without_s3a_settings(s3_server, s3_warehouse, tmp_path):
+    """Spark here has no AWS SDK v2, so Iceberg's default S3FileIO would fail at the first read with a
+    NoClassDefFoundError: the session helpers say what to pass instead, before any JVM starts. A file
+    warehouse on the same server, or an S3 one with s3a settings, is not refused."""
+    from lakekeeper_host import spark as spark_setup
+
+    name, _, _ = s3_warehouse(**{"sts-enabled": False})
+    with pytest.raises(spark_setup.S3WarehouseNeedsS3a, match=rf"warehouse '{name}' stores its tables on S3.*s3="):
+        spark_setup.build_spark_session(s3_server.catalog_url, name)
+    with pytest.raises(spark_setup.S3WarehouseNeedsS3a):
+        spark_setup.add_catalog(None, s3_server.catalog_url, name, catalog_name="s3")  # type: ignore[arg-type]
+    assert spark_setup.warehouse_storage_type(s3_server.catalog_url, name) == "s3"
+
+    from lakekeeper_testing.server import create_file_warehouse
+
+    create_file_warehouse(s3_server.url, "local-files", str(tmp_path / "files"))
+    assert spark_setup.warehouse_storage_type(s3_server.catalog_url, "local-files") == "file"
+    spark_setup.refuse_s3_without_s3a(s3_server.catalog_url, "local-files")  # no error
+    # a caller who brings their own FileIO is trusted
+    spark_setup.refuse_s3_without_s3a(
+        s3_server.catalog_url, name, extra_conf={"spark.sql.catalog.lakekeeper.io-impl": "org.example.IO"}
+    )

@@ -9,8 +9,8 @@ import uuid
 import httpx
 import pytest
 
-from lakekeeper_host.testing.server import CatalogServer
-from lakekeeper_host.testing.services import seaweed_role_arn
+from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import seaweed_role_arn
 
 pytestmark = pytest.mark.s3
 

@@ -16,12 +16,12 @@ import pytest
 from lakekeeper_host import hookimpl
 from lakekeeper_host.app import create_app
 from lakekeeper_host.config import load_settings
+from lakekeeper_host.ids import new_id
 from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.registry import BackendSpec
 from lakekeeper_host.service.authz import AuthorizerBase
-from lakekeeper_host.store import new_id
 from lakekeeper_host.store.db import now_ms
-from lakekeeper_host.testing.services import postgres_for_tests
+from lakekeeper_testing.services import postgres_for_tests
 
 pytestmark = pytest.mark.s3
 

@@ -1,11 +1,11 @@
-"""The signer's request rules (lakekeeper_host/server/signer.py): URL styles, operations, bodies."""
+"""The signer's request rules (lakekeeper_host/server/security/signer.py): URL styles, operations, bodies."""
 
 from __future__ import annotations
 
 import pytest
 
 from lakekeeper_host.errors import CatalogError
-from lakekeeper_host.server.signer import (
+from lakekeeper_host.server.security.signer import (
     DELETE,
     READ,
     WRITE,

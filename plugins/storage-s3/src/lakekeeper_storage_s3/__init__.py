@@ -73,7 +73,7 @@ def lakekeeper_storage_profiles() -> list[StorageSpec]:
 @hookimpl
 def lakekeeper_startup(state: Any) -> None:
     """Count STC hits and misses in the server's Prometheus metrics."""
-    metrics = state.extras.get("metrics")
+    metrics = state.metrics
     if metrics is not None:
         _CACHE.metrics = metrics
 

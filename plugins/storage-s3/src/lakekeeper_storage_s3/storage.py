@@ -23,6 +23,7 @@ from botocore.credentials import DeferredRefreshableCredentials, ReadOnlyCredent
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakekeeper_host.errors import CatalogError
+from lakekeeper_host.ids import new_id
 from lakekeeper_host.service.storage import (
     DataAccess,
     StoragePermission,
@@ -31,7 +32,6 @@ from lakekeeper_host.service.storage import (
     ValidationCheck,
     is_sublocation,
 )
-from lakekeeper_host.store import new_id
 from lakekeeper_storage_s3 import signing
 from lakekeeper_storage_s3.cache import CredentialCache, VendedCredential
 from lakekeeper_storage_s3.locations import InvalidS3Location, S3Location, canonical, scheme_of

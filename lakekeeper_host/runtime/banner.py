@@ -1,0 +1,37 @@
+"""The startup banner: one line saying what this process actually runs on.
+
+A production deployment that silently fell back to the embedded SQLite, or whose event sink was
+never configured, is only noticed when this line says so; it is logged once the backends are built,
+so it names what is active, not what is installed.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from lakekeeper_host import __version__
+from lakekeeper_host.service.state import AppState
+
+
+def describe_database(write_url: str) -> str:
+    """``postgresql db.example:5432/catalog`` or ``sqlite /abs/path (embedded)``; never credentials."""
+    if write_url.startswith("sqlite"):
+        return f"sqlite {write_url.split(':///', 1)[1]} (embedded)"
+    parts = urlsplit(write_url)
+    return f"postgresql {parts.hostname}:{parts.port or 5432}{parts.path}"
+
+
+def startup_banner(state: AppState) -> str:
+    settings = state.settings
+    host = settings.bind_ip
+    listen = f"http://{f'[{host}]' if ':' in host else host}:{settings.host.listen_port}"
+    storage = sorted(spec.storage_type for spec in state.registry.unique(state.registry.storage))
+    sinks = sorted(state.events.stats)
+    return (
+        f"Lakekeeper {__version__} listening on {listen}; "
+        f"database: {describe_database(state.store.write_url)}; "
+        f"authorizer: {settings.host.authz_backend}; "
+        f"secret store: {settings.host.secret_backend}; "
+        f"event sinks: {', '.join(sinks) or 'none'}; "
+        f"storage: {', '.join(storage) or 'none'}"
+    )

@@ -1,0 +1,60 @@
+"""Copy-paste connection settings for PyIceberg, Spark and DuckDB."""
+
+from __future__ import annotations
+
+import textwrap
+
+from lakekeeper_host.spark import spark_snippet
+
+
+def client_snippets(catalog_uri: str, warehouse: str, *, authenticated: bool = False) -> dict[str, str]:
+    """Paste-ready code per client (the CLI banner and the console's "connect compute" panel).
+
+    ``authenticated`` adds a ``<token>`` placeholder where the client takes a bearer token.
+    """
+    token_arg = ', token="<token>"' if authenticated else ""
+    duckdb_auth = (
+        f"CREATE SECRET lakekeeper_token (TYPE iceberg, TOKEN '<token>');\n"
+        f"ATTACH '{warehouse}' AS lakekeeper (TYPE iceberg, ENDPOINT '{catalog_uri}', SECRET lakekeeper_token);"
+        if authenticated
+        else f"ATTACH '{warehouse}' AS lakekeeper (TYPE iceberg, ENDPOINT '{catalog_uri}', AUTHORIZATION_TYPE 'none');"
+    )
+    return {
+        "PyIceberg": (
+            "from pyiceberg.catalog.rest import RestCatalog\n"
+            f'catalog = RestCatalog("lakekeeper", uri="{catalog_uri}", warehouse="{warehouse}"{token_arg})\n'
+        ),
+        "Spark": spark_snippet(catalog_uri, warehouse),
+        "DuckDB": duckdb_auth + "\n",
+    }
+
+
+def connection_snippets(catalog_uri: str, warehouse: str) -> str:
+    snippets = {name: textwrap.indent(code, "    ").rstrip() for name, code in
+                client_snippets(catalog_uri, warehouse).items()}
+    return f"""
+Lakekeeper is serving the Iceberg REST catalog at {catalog_uri} (warehouse {warehouse!r}).
+
+PyIceberg:
+{snippets["PyIceberg"]}
+
+PySpark with this package (Iceberg runtime 1.10 from local jars offline, from Maven online; Java 17):
+    from lakekeeper_host.spark import build_spark_session
+    spark = build_spark_session("{catalog_uri}", "{warehouse}")
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lakekeeper.demo")
+
+PySpark anywhere else (fetches the Iceberg runtime from Maven Central):
+{snippets["Spark"]}
+
+DuckDB from Python, offline (pip install -e '.[duckdb]': DuckDB 1.5.5 with its extensions from PyPI wheels):
+    from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
+    con = connect_duckdb()
+    attach_catalog(con, "lakekeeper", "{catalog_uri}", "{warehouse}")
+    con.sql("CREATE SCHEMA IF NOT EXISTS lakekeeper.demo")
+
+DuckDB from a shell: python -m lakekeeper_host.duckdb_util --uri {catalog_uri} --warehouse {warehouse} "SHOW ALL TABLES"
+
+DuckDB elsewhere (INSTALL downloads; offline, use the LOAD lines of python -m lakekeeper_host.duckdb_util --print-load):
+    INSTALL iceberg; LOAD iceberg;
+{snippets["DuckDB"]}
+"""

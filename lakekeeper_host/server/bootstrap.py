@@ -1,0 +1,87 @@
+"""The server itself: one-time bootstrap and ``GET /management/v1/info`` (Lakekeeper §1.6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakekeeper_host import __version__
+from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.server.projects import DEFAULT_PROJECT_NAME, after_project_created
+from lakekeeper_host.server.security.authn import principal_type
+from lakekeeper_host.server.users import USER_TYPES, nameless_user
+from lakekeeper_host.service.request import RequestMetadata
+from lakekeeper_host.service.state import AppState
+from lakekeeper_host.store import projects as project_store
+from lakekeeper_host.store import users as user_store
+from lakekeeper_host.store.server import get_or_create_server, mark_bootstrapped
+
+# the user record written for the bootstrapping caller, as Lakekeeper marks it
+BOOTSTRAP_LAST_UPDATED_WITH = "update-endpoint"
+
+
+async def bootstrap(
+    state: AppState,
+    meta: RequestMetadata,
+    *,
+    accept_terms_of_use: bool,
+    is_operator: bool = False,
+    user_name: str | None = None,
+    user_email: str | None = None,
+    user_type: str | None = None,
+) -> None:
+    """Bootstrap once: mark the server bootstrapped, record an authenticated caller as a user
+    (``user-name``/``user-email``/``user-type`` win over what the token says), make the caller
+    the server's admin (or operator) in the authorizer, then create the default project.
+
+    Anonymous callers (no identity provider configured) get no user record; the ``user-*``
+    fields are then ignored, as in Lakekeeper.
+    """
+    # ------------------------------------------------ VALIDATIONS
+    if not accept_terms_of_use:
+        raise bad_request("You must accept the terms of use (accept-terms-of-use: true)", "TermsOfUseNotAccepted")
+    if user_type is not None and user_type not in USER_TYPES:
+        raise bad_request(
+            f"Invalid request body: user-type must be 'human' or 'application', got {user_type!r} @ body.user-type",
+            "InvalidUserType",
+        )
+    actor = meta.actor
+
+    # ------------------------------------------------ BUSINESS LOGIC
+    async with state.store.transaction() as tx:
+        if not await mark_bootstrapped(tx):
+            raise CatalogError(400, "CatalogAlreadyBootstrapped", "Catalog is already bootstrapped")
+        if actor.user_id is not None:
+            await user_store.create_or_update_user(
+                tx,
+                actor.user_id,
+                user_name or actor.name or nameless_user(actor.user_id),
+                user_email or actor.email,
+                user_type or principal_type(actor) or "application",
+                BOOTSTRAP_LAST_UPDATED_WITH,
+            )
+        # AUTHZ: the authorizer records the first admin; failing here undoes the bootstrap
+        grant_server_role = getattr(state.authorizer, "bootstrap", None)
+        if grant_server_role is not None:
+            await grant_server_role(actor, is_operator)
+    if state.settings.host.enable_default_project:
+        project_id = state.settings.host.default_project_id
+        await project_store.create_project(state.store, project_id, DEFAULT_PROJECT_NAME)
+        await after_project_created(state, project_id)
+
+
+async def server_info(state: AppState) -> dict[str, Any]:
+    host = state.settings.host
+    server = await get_or_create_server(state.store)
+    return {
+        "version": __version__,
+        "lakekeeper-version": __version__,
+        "server-id": server.server_id,
+        "bootstrapped": server.bootstrapped,
+        "default-project-id": host.default_project_id if host.enable_default_project else None,
+        "authz-backend": host.authz_backend,
+        "aws-system-identities-enabled": host.enable_aws_system_credentials,
+        "azure-system-identities-enabled": host.enable_azure_system_credentials,
+        "gcp-system-identities-enabled": host.enable_gcp_system_credentials,
+        "queues": sorted(s.name for s in state.registry.unique(state.registry.task_queues)),
+        "license-status": {"license-type": "Apache-2.0", "valid": True},
+    }

@@ -1,0 +1,17 @@
+"""The server's own task queues (soft deletion, purge, task-log cleanup, table maintenance),
+registered through the same hook as a plugin's."""
+
+from lakekeeper_host import hookimpl
+from lakekeeper_host.server.maintenance import ensure_planners
+from lakekeeper_host.server.tasks import builtin_task_queues
+
+
+@hookimpl
+def lakekeeper_task_queues():
+    return builtin_task_queues()
+
+
+@hookimpl
+async def lakekeeper_startup(state):
+    # a maintenance planner that gave up (e.g. retries exhausted during an outage) is back after a restart
+    await ensure_planners(state)

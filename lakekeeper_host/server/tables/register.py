@@ -1,0 +1,124 @@
+"""registerTable: adopt an existing metadata file as a new table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.ids import new_id
+from lakekeeper_host.server import events, metadata_io
+from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.names import (
+    conflict_for_existing,
+    ident,
+    validate_namespace,
+    validate_new_name,
+)
+from lakekeeper_host.server.resolve import (
+    require_namespace,
+)
+from lakekeeper_host.server.settled_write import Swap, settle_uncertain_commit
+from lakekeeper_host.server.tables.load import access_request, load_etag, load_result_json
+from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
+from lakekeeper_host.server.warehouses.validation import effective_format_versions
+from lakekeeper_host.service.request import RequestMetadata
+from lakekeeper_host.service.state import AppState
+from lakekeeper_host.service.storage import (
+    DataAccess,
+    StoragePermission,
+)
+from lakekeeper_host.store import tabulars as tabular_store
+from lakekeeper_host.store.warehouses import WarehouseRow
+
+
+def register_request(body: Any) -> tuple[str, str]:
+    """``name`` and ``metadata-location`` of a registerTable/registerView body; 400 naming the field."""
+    if not isinstance(body, dict):
+        raise bad_request("Invalid request body: expected a JSON object")
+    name, metadata_location = body.get("name"), body.get("metadata-location")
+    if not isinstance(name, str):
+        raise bad_request("Invalid request body: missing field `name` @ body.name")
+    if not isinstance(metadata_location, str) or not metadata_location:
+        raise bad_request("Invalid request body: missing field `metadata-location` @ body.metadata-location")
+    return name, metadata_location
+
+
+async def register_table(
+    state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, parts: list[str], body: Any, access: DataAccess
+) -> tuple[str, str]:
+    """Register a table from an existing metadata file (``overwrite`` replaces a table's pointer)."""
+    # ------------------------------------------------ VALIDATIONS
+    name, metadata_location = register_request(body)
+    overwrite = body.get("overwrite", False)
+    if not isinstance(overwrite, bool):
+        raise bad_request("Invalid request body: overwrite must be a boolean @ body.overwrite")
+    validate_namespace(parts)
+    validate_new_name(name)
+    await requested_location(state, warehouse, metadata_location)
+
+    # ------------------------------------------------ AUTHZ
+    namespace = await require_namespace(state, warehouse, parts)
+    await authorize(state, meta, "create_table", "namespace", namespace.id, warehouse.id)
+    existing = await tabular_store.get_tabular(state.store, namespace.id, name)
+    if existing is not None and (existing.typ != "table" or not overwrite):
+        raise conflict_for_existing(existing.typ, parts, name, "table")
+
+    # ------------------------------------------------ BUSINESS LOGIC
+    storage = await state.storage_for(warehouse)
+    metadata, _ = await metadata_io.read_metadata(storage, metadata_location)
+
+    allowed, _ = effective_format_versions(warehouse)
+    if metadata.format_version not in allowed:
+        raise bad_request(
+            f"Format version {metadata.format_version} is not allowed in this warehouse", "FormatVersionNotAllowed"
+        )
+    location = await requested_location(state, warehouse, metadata.location)
+    metadata_json = metadata_io.to_json(metadata)
+    commit_sent = False
+    try:
+        async with state.store.transaction() as tx:
+            current = await tabular_store.get_tabular(tx, namespace.id, name, include_staged=True)
+            if current is not None and current.staged:
+                await tabular_store.delete_staged(tx, namespace.id, name)
+                current = None
+            if current is not None:
+                if current.typ != "table" or not overwrite:
+                    raise conflict_for_existing(current.typ, parts, name, "table")
+                await check_location_available(tx, warehouse, location, exclude_id=current.id)
+                if not await tabular_store.cas_update_metadata(
+                    tx, current.id, current.metadata_location, metadata_location, metadata_json, location=location
+                ):
+                    raise CatalogError(
+                        409, "CommitFailedException", f"Table {ident(parts, name)} was changed concurrently"
+                    )
+                tabular_id = current.id
+            else:
+                await check_location_available(tx, warehouse, location)
+                tabular_id = str(metadata.table_uuid)
+                if await tabular_store.tabular_id_taken(tx, tabular_id):
+                    tabular_id = new_id()
+                inserted = await tabular_store.insert_tabular(
+                    tx, tabular_id=tabular_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
+                    typ="table", location=location, metadata_location=metadata_location, metadata=metadata_json,
+                )
+                if not inserted:
+                    raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
+            row = await tabular_store.get_tabular_by_id(tx, tabular_id)
+            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
+    except BaseException as failure:
+        if not commit_sent:  # rolled back: nothing changed
+            raise
+        # the registered file is the user's: never deleted, whatever the outcome
+        expected = None if current is None else current.metadata_location
+        swap = Swap(tabular_id, expected, metadata_location, written=False)
+        await settle_uncertain_commit(state, storage, [swap], failure, creates=True)
+
+    # ------------------------------------------------ EVENTS
+    # registerTable
+    events.table_registered(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
+
+    config = await storage.table_config(
+        access_request(meta, warehouse, parts, name, row, location, access, StoragePermission.READ_WRITE_DELETE)
+    )
+    etag = load_etag(warehouse, metadata_location, access, expires_at_ms=config.expires_at_ms)
+    return load_result_json(metadata_location, metadata_json, config), etag

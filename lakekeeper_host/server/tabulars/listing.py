@@ -1,0 +1,50 @@
+"""listTables / listViews: one keyset-paginated listing for both kinds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.names import (
+    validate_namespace,
+)
+from lakekeeper_host.server.pagination import decode_page_token, encode_page_token, page_limit
+from lakekeeper_host.server.resolve import (
+    require_namespace,
+)
+from lakekeeper_host.service.request import RequestMetadata
+from lakekeeper_host.service.state import AppState
+from lakekeeper_host.store import tabulars as tabular_store
+from lakekeeper_host.store.warehouses import WarehouseRow
+
+
+async def list_tabular_identifiers(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: WarehouseRow,
+    parts: list[str],
+    typ: str,
+    *,
+    page_token: str | None,
+    page_size: int | None,
+    return_uuids: bool = False,
+    return_protection_status: bool = False,
+) -> dict[str, Any]:
+    """``{identifiers, next-page-token}`` for tables or views (keyset pagination, opaque tokens)."""
+    validate_namespace(parts)
+    after = decode_page_token(page_token, str, str)
+    limit = page_limit(state, page_token, page_size)
+    namespace = await require_namespace(state, warehouse, parts)
+    await authorize(state, meta, f"list_{typ}s", "namespace", namespace.id, warehouse.id)
+    rows = await tabular_store.list_tabulars(state.store, namespace.id, typ, after=after, limit=limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    result: dict[str, Any] = {
+        "identifiers": [{"namespace": list(namespace.parts), "name": r.name} for r in rows],
+        "next-page-token": encode_page_token(rows[-1].name.casefold(), rows[-1].id) if more and rows else None,
+    }
+    if return_uuids:
+        result[f"{typ}-uuids"] = [r.id for r in rows]
+    if return_protection_status:
+        result["protection-status"] = [r.protected for r in rows]
+    return result

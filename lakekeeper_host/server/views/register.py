@@ -1,0 +1,72 @@
+"""registerView: adopt an existing view metadata file as a new view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lakekeeper_host.errors import CatalogError
+from lakekeeper_host.ids import new_id
+from lakekeeper_host.server import events
+from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.names import conflict_for_existing, ident, validate_namespace, validate_new_name
+from lakekeeper_host.server.resolve import require_namespace
+from lakekeeper_host.server.settled_write import Swap, settle_uncertain_commit
+from lakekeeper_host.server.tables.register import register_request
+from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
+from lakekeeper_host.server.views.create import claim_view_name
+from lakekeeper_host.server.views.load import load_result, read_view_metadata, view_config
+from lakekeeper_host.service.request import RequestMetadata
+from lakekeeper_host.service.state import AppState
+from lakekeeper_host.service.storage import DataAccess
+from lakekeeper_host.store import tabulars as tabular_store
+from lakekeeper_host.store.warehouses import WarehouseRow
+
+
+async def register_view(
+    state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, parts: list[str], body: Any, access: DataAccess
+) -> dict[str, Any]:
+    """``registerView``: a view from an existing view metadata file inside the warehouse."""
+    # ------------------------------------------------ VALIDATIONS
+    name, metadata_location = register_request(body)
+    validate_namespace(parts)
+    validate_new_name(name, "View")
+    await requested_location(state, warehouse, metadata_location)
+
+    # ------------------------------------------------ AUTHZ
+    namespace = await require_namespace(state, warehouse, parts)
+    await authorize(state, meta, "create_view", "namespace", namespace.id, warehouse.id)
+    existing = await tabular_store.get_tabular(state.store, namespace.id, name)
+    if existing is not None:
+        raise conflict_for_existing(existing.typ, parts, name, "view")
+
+    # ------------------------------------------------ BUSINESS LOGIC
+    storage = await state.storage_for(warehouse)
+    metadata = await read_view_metadata(storage, metadata_location)
+    location = await requested_location(state, warehouse, metadata.location)
+    metadata_json = metadata.model_dump_json()
+    commit_sent = False
+    try:
+        async with state.store.transaction() as tx:
+            await claim_view_name(tx, namespace.id, parts, name)
+            await check_location_available(tx, warehouse, location)
+            view_id = str(metadata.view_uuid)
+            if await tabular_store.tabular_id_taken(tx, view_id):
+                view_id = new_id()
+            inserted = await tabular_store.insert_tabular(
+                tx, tabular_id=view_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
+                typ="view", location=location, metadata_location=metadata_location, metadata=metadata_json,
+            )
+            if not inserted:
+                raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
+            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
+    except BaseException as failure:
+        if not commit_sent:  # rolled back: nothing changed
+            raise
+        # the registered file is the user's: never deleted, whatever the outcome
+        swap = Swap(view_id, None, metadata_location, written=False)
+        await settle_uncertain_commit(state, storage, [swap], failure, creates=True)
+
+    # ------------------------------------------------ EVENTS
+    events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)
+    config = await view_config(state, storage, warehouse, view_id, location, access)
+    return load_result(metadata_location, metadata_json, config)

@@ -1,0 +1,354 @@
+"""The ``openfga`` authorizer: every catalog action is the relation ``can_<action>`` of model.fga.
+
+Objects are ``server:<id>``, ``project:<id>``, ``warehouse:<id>``, ``namespace:<id>``,
+``table:<id>``, ``view:<id>``, ``role:<id>``; users ``user:<url-encoded id>``; a role as grantee
+(or as the assumed role of a caller) is ``role:<id>#assignee``. Actions on ``user`` resources are
+answered from the caller's identity and the server's user-management relations (the model keeps no
+tuples per user).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from urllib.parse import quote, unquote
+
+from openfga_sdk import ReadRequestTupleKey
+from openfga_sdk.client import ClientCheckRequest, OpenFgaClient
+from openfga_sdk.client.models import (
+    ClientBatchCheckItem,
+    ClientBatchCheckRequest,
+    ClientTuple,
+    ClientWriteRequest,
+    ClientWriteRequestOnDuplicateWrites,
+    ClientWriteRequestOnMissingDeletes,
+    ConflictOptions,
+)
+
+from lakekeeper_authz_openfga.cache import CheckCache, CheckKey
+from lakekeeper_host.errors import CatalogError
+from lakekeeper_host.service.authz import ACTIONS, Actor, Assignment, AuthorizerBase, Principal, Resource
+
+log = logging.getLogger(__name__)
+
+# what may be granted directly on each kind (the relations with type restrictions in model.fga)
+ASSIGNABLE: dict[str, tuple[str, ...]] = {
+    "server": ("admin", "operator"),
+    "project": ("project_admin", "security_admin", "data_admin", "role_creator", "describe", "select", "create",
+                "modify"),
+    "warehouse": ("ownership", "pass_grants", "manage_grants", "describe", "select", "create", "modify"),
+    "namespace": ("ownership", "pass_grants", "manage_grants", "describe", "select", "create", "modify"),
+    "table": ("ownership", "pass_grants", "manage_grants", "describe", "select", "modify"),
+    "view": ("ownership", "pass_grants", "manage_grants", "describe", "modify"),
+    "role": ("ownership", "assignee"),
+}
+# instance admins (LAKEKEEPER__INSTANCE_ADMINS) pass every control-plane check, never these
+DATA_PLANE_ACTIONS = frozenset({("table", "read_data"), ("table", "write_data"), ("view", "select")})
+# user-resource actions: the caller on themself, or the server relation that manages users
+_USER_ACTIONS = {
+    "read": "can_list_users",
+    "update": "can_update_users",
+    "delete": "can_delete_users",
+    "read_role_assignments": "can_read_assignments",
+}
+# the link a child writes on its parent, by (parent kind, child kind)
+_CHILD_LINK = {("project", "warehouse"): "warehouse", ("warehouse", "namespace"): "namespace",
+               ("namespace", "namespace"): "child", ("namespace", "table"): "child", ("namespace", "view"): "child"}
+# the relation naming a kind's parent
+_PARENT_LINK = {"project": "server", "warehouse": "project", "namespace": "parent", "table": "parent",
+                "view": "parent", "role": "project"}
+# which object types may hold a given kind as a (non-user) tuple user: reads needed on delete
+_REFERENCED_BY = {
+    "server": ("project",), "project": ("warehouse", "role"), "warehouse": ("project", "namespace"),
+    "namespace": ("warehouse", "namespace", "table", "view"), "table": ("namespace",), "view": ("namespace",),
+    "role": ("server", "project", "warehouse", "namespace", "table", "view", "role"),
+}
+_MANAGED_ACCESS_KINDS = ("warehouse", "namespace")
+# any user: with the wildcard tuple ``user:* managed_access``, every user has the flag
+_PROBE_USER = "user:managed-access-probe"
+_WRITE_CHUNK = 100  # OpenFGA's default maximum of tuples per write
+
+
+def fga_object(resource: Resource) -> str:
+    if resource.kind not in _PARENT_LINK and resource.kind != "server":
+        raise ValueError(f"no OpenFGA object for a {resource.kind!r}")
+    return f"{resource.kind}:{resource.id}"
+
+
+def fga_user_id(user_id: str) -> str:
+    return "user:" + quote(user_id, safe="")
+
+
+def fga_principal(principal: Principal) -> str:
+    if principal.kind == "role":
+        return f"role:{principal.id}#assignee"
+    if principal.kind == "user":
+        return fga_user_id(principal.id)
+    raise CatalogError(400, "InvalidGrant", f"a grant goes to a user or a role, not a {principal.kind!r}")
+
+
+def principal_of(fga_user: str) -> Principal | None:
+    kind, _, rest = fga_user.partition(":")
+    if kind == "user" and rest != "*":
+        return Principal("user", unquote(rest))
+    if kind == "role" and rest.endswith("#assignee"):
+        return Principal("role", rest.removesuffix("#assignee"))
+    return None
+
+
+def grant_action(kind: str, relation: str) -> str:
+    """The action that allows granting ``relation`` on a ``kind``."""
+    if relation == "ownership":
+        return "change_ownership"
+    return f"grant_{relation}"
+
+
+class OpenFgaAuthorizer(AuthorizerBase):
+    name = "openfga"
+
+    def __init__(
+        self,
+        client: OpenFgaClient,
+        *,
+        server_id: str,
+        max_batch_check_size: int = 50,
+        cache: CheckCache | None = None,
+        instance_admins: Iterable[str] = (),
+    ) -> None:
+        self.client = client
+        self.server_id = server_id
+        self.max_batch_check_size = max_batch_check_size
+        self.cache = cache if cache is not None else CheckCache(0, 0)
+        self.instance_admins = frozenset(instance_admins)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    def bind_metrics(self, metrics) -> None:
+        """Count cache lookups as ``lakekeeper_cache_requests_total{cache="authz-check",result}``."""
+        self.cache.on_lookup = lambda result: metrics.cache.labels("authz-check", result).inc()
+
+    async def health(self) -> bool:
+        await self.client.get_store()
+        return True
+
+    # ------------------------------------------------------------------ checks
+
+    def _subject(self, actor: Actor) -> str | None:
+        if actor.is_anonymous:
+            return None
+        if actor.assumed_role:
+            return f"role:{actor.assumed_role}#assignee"
+        return fga_user_id(actor.user_id)
+
+    def _plan(self, actor: Actor, action: str, resource: Resource, admin_bypass: bool) -> bool | CheckKey:
+        """A decision without OpenFGA (True/False), or the check that decides."""
+        if action not in ACTIONS.get(resource.kind, ()):
+            raise ValueError(f"unknown action {action!r} for a {resource.kind!r}")
+        subject = self._subject(actor)
+        if subject is None:
+            return False
+        if admin_bypass and actor.user_id in self.instance_admins and (resource.kind, action) not in DATA_PLANE_ACTIONS:
+            return True
+        if resource.kind == "user":
+            if resource.id == actor.user_id and not actor.assumed_role:
+                return True
+            return (subject, _USER_ACTIONS[action], f"server:{self.server_id}")
+        return (subject, f"can_{action}", fga_object(resource))
+
+    async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool:
+        return (await self._decide(actor, [(action, resource)]))[0]
+
+    async def are_allowed(self, actor: Actor, action: str, resources: Sequence[Resource]) -> list[bool]:
+        return await self._decide(actor, [(action, r) for r in resources])
+
+    async def allowed_actions(self, actor: Actor, resource: Resource) -> list[str]:
+        actions = ACTIONS.get(resource.kind, ())
+        decisions = await self._decide(actor, [(a, resource) for a in actions])
+        return [action for action, ok in zip(actions, decisions, strict=True) if ok]
+
+    async def _decide(
+        self, actor: Actor, questions: Sequence[tuple[str, Resource]], admin_bypass: bool = True
+    ) -> list[bool]:
+        plans = [self._plan(actor, action, resource, admin_bypass) for action, resource in questions]
+        keys = [p for p in plans if not isinstance(p, bool)]
+        if keys and actor.assumed_role:
+            membership = (fga_user_id(actor.user_id), "can_assume", f"role:{actor.assumed_role}")
+            if not (await self._checks([membership]))[0]:
+                return [False] * len(plans)  # not a member of the role it claims
+        answers = dict(zip(keys, await self._checks(keys), strict=True)) if keys else {}
+        return [p if isinstance(p, bool) else answers[p] for p in plans]
+
+    async def _checks(self, keys: Sequence[CheckKey]) -> list[bool]:
+        """Answer checks: from the cache, else one check, else batch checks of at most the batch size."""
+        results: dict[CheckKey, bool] = {}
+        missing: list[CheckKey] = []
+        for key in dict.fromkeys(keys):
+            cached = self.cache.get(key)
+            if cached is None:
+                missing.append(key)
+            else:
+                results[key] = cached
+        generation = self.cache.generation
+        if len(missing) == 1:
+            user, relation, obj = missing[0]
+            response = await self.client.check(ClientCheckRequest(user=user, relation=relation, object=obj))
+            results[missing[0]] = bool(response.allowed)
+        elif missing:
+            items = [ClientBatchCheckItem(user=u, relation=r, object=o, correlation_id=str(i))
+                     for i, (u, r, o) in enumerate(missing)]
+            response = await self.client.batch_check(
+                ClientBatchCheckRequest(checks=items), {"max_batch_size": self.max_batch_check_size}
+            )
+            for single in response.result:
+                if single.error is not None:
+                    log.warning("OpenFGA check %s failed: %s", missing[int(single.correlation_id)], single.error)
+                results[missing[int(single.correlation_id)]] = bool(single.allowed) and single.error is None
+        for key in missing:
+            self.cache.put(key, results[key], generation)
+        return [results[key] for key in keys]
+
+    async def _require(self, actor: Actor, action: str, resource: Resource) -> None:
+        if not await self.is_allowed(actor, action, resource):
+            raise CatalogError(403, "Forbidden", f"not allowed to {action.replace('_', ' ')} on this {resource.kind}")
+
+    # ------------------------------------------------------------------ tuples
+
+    async def _write(self, writes: Sequence[tuple[str, str, str]] = (), deletes: Sequence[tuple[str, str, str]] = (),
+                     ) -> None:
+        """Write and delete tuples (already present / already absent is fine), then forget cached answers."""
+        options = {"conflict": ConflictOptions(on_duplicate_writes=ClientWriteRequestOnDuplicateWrites.IGNORE,
+                                               on_missing_deletes=ClientWriteRequestOnMissingDeletes.IGNORE)}
+        operations = [("w", t) for t in writes] + [("d", t) for t in deletes]
+        try:
+            for start in range(0, len(operations), _WRITE_CHUNK):
+                chunk = operations[start:start + _WRITE_CHUNK]
+                await self.client.write(
+                    ClientWriteRequest(
+                        writes=[ClientTuple(*t) for op, t in chunk if op == "w"] or None,
+                        deletes=[ClientTuple(*t) for op, t in chunk if op == "d"] or None,
+                    ),
+                    options,
+                )
+        finally:
+            self.cache.invalidate()
+
+    async def _read(self, *, object: str, relation: str | None = None, user: str | None = None,
+                    ) -> list[tuple[str, str, str]]:
+        found: list[tuple[str, str, str]] = []
+        token = None
+        while True:
+            options: dict = {"page_size": 100}
+            if token:
+                options["continuation_token"] = token
+            page = await self.client.read(ReadRequestTupleKey(user=user, relation=relation, object=object), options)
+            found.extend((t.key.user, t.key.relation, t.key.object) for t in page.tuples or [])
+            token = page.continuation_token
+            if not token:
+                return found
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def bootstrap(self, actor: Actor, is_operator: bool) -> None:
+        if actor.is_anonymous:
+            raise CatalogError(400, "BootstrapRequiresUser", "bootstrapping the openfga authorizer needs a user")
+        await self._write([(fga_user_id(actor.user_id), "operator" if is_operator else "admin",
+                            f"server:{self.server_id}")])
+
+    def _structure(self, resource: Resource, parent: Resource) -> list[tuple[str, str, str]]:
+        child, parent_obj = fga_object(resource), fga_object(parent)
+        tuples = [(parent_obj, _PARENT_LINK[resource.kind], child)]
+        link = _CHILD_LINK.get((parent.kind, resource.kind))
+        if link:
+            tuples.append((child, link, parent_obj))
+        return tuples
+
+    async def on_created(self, actor: Actor, resource: Resource, parent: Resource | None) -> None:
+        writes = []
+        if resource.kind == "project" and parent is None:
+            parent = Resource("server", self.server_id)
+        if parent is not None:
+            writes += self._structure(resource, parent)
+        owner = self._subject(actor)
+        if owner is not None:
+            writes.append((owner, "project_admin" if resource.kind == "project" else "ownership",
+                           fga_object(resource)))
+        await self._write(writes)
+
+    async def on_deleted(self, resource: Resource) -> None:
+        if resource.kind == "user":  # a deleted user keeps no grants anywhere
+            user = fga_user_id(resource.id)
+            doomed = [t for kind in ASSIGNABLE for t in await self._read(user=user, object=f"{kind}:")]
+            await self._write(deletes=doomed)
+            return
+        obj = fga_object(resource)
+        as_user = f"{obj}#assignee" if resource.kind == "role" else obj
+        doomed = await self._read(object=obj)
+        for kind in _REFERENCED_BY.get(resource.kind, ()):
+            doomed += await self._read(user=as_user, object=f"{kind}:")
+        await self._write(deletes=list(dict.fromkeys(doomed)))
+
+    async def on_moved(self, resource: Resource, new_parent: Resource) -> None:
+        obj = fga_object(resource)
+        relation = _PARENT_LINK[resource.kind]
+        old = await self._read(object=obj, relation=relation)
+        deletes = list(old)
+        for parent_obj, _, _ in old:
+            parent_kind = parent_obj.partition(":")[0]
+            link = _CHILD_LINK.get((parent_kind, resource.kind))
+            if link:
+                deletes.append((obj, link, parent_obj))
+        await self._write(writes=self._structure(resource, new_parent), deletes=deletes)
+
+    # ------------------------------------------------------------------ permissions API
+
+    async def read_assignments(self, resource: Resource, relations: Sequence[str] | None = None) -> list[Assignment]:
+        assignable = ASSIGNABLE.get(resource.kind, ())
+        wanted = [r for r in (relations or assignable) if r in assignable]
+        found = []
+        for user, relation, _ in await self._read(object=fga_object(resource)):
+            principal = principal_of(user)
+            if relation in wanted and principal is not None:
+                found.append(Assignment(relation, principal))
+        return found
+
+    async def write_assignments(
+        self, actor: Actor, resource: Resource, writes: Sequence[Assignment], deletes: Sequence[Assignment]
+    ) -> None:
+        assignable = ASSIGNABLE.get(resource.kind, ())
+        for assignment in (*writes, *deletes):
+            if assignment.relation not in assignable:
+                raise CatalogError(400, "InvalidGrant", f"{assignment.relation!r} cannot be granted on a "
+                                   f"{resource.kind}; grantable: {', '.join(assignable)}")
+        actions = sorted({grant_action(resource.kind, a.relation) for a in (*writes, *deletes)})
+        # instance admins may not write grants (Lakekeeper): no bypass here
+        decisions = await self._decide(actor, [(a, resource) for a in actions], admin_bypass=False)
+        denied = [a for a, ok in zip(actions, decisions, strict=True) if not ok]
+        if denied:
+            raise CatalogError(403, "Forbidden", f"not allowed to {', '.join(d.replace('_', ' ') for d in denied)} "
+                               f"on this {resource.kind}")
+        obj = fga_object(resource)
+        await self._write(
+            writes=[(fga_principal(a.principal), a.relation, obj) for a in writes],
+            deletes=[(fga_principal(a.principal), a.relation, obj) for a in deletes],
+        )
+
+    async def managed_access(self, resource: Resource) -> dict[str, bool]:
+        if resource.kind not in _MANAGED_ACCESS_KINDS:
+            raise CatalogError(400, "InvalidResource", f"a {resource.kind} has no managed access")
+        obj = fga_object(resource)
+        own = bool(await self._read(object=obj, relation="managed_access", user="user:*"))
+        if resource.kind == "warehouse":
+            return {"managed-access": own}
+        parents = await self._read(object=obj, relation="parent")
+        inherited = bool(parents) and (await self._checks([(_PROBE_USER, "managed_access_inheritance",
+                                                             parents[0][0])]))[0]
+        return {"managed-access": own, "managed-access-inherited": inherited}
+
+    async def set_managed_access(self, actor: Actor, resource: Resource, enabled: bool) -> None:
+        if resource.kind not in _MANAGED_ACCESS_KINDS:
+            raise CatalogError(400, "InvalidResource", f"a {resource.kind} has no managed access")
+        await self._require(actor, "set_managed_access", resource)
+        key = ("user:*", "managed_access", fga_object(resource))
+        await self._write(writes=[key] if enabled else [], deletes=[] if enabled else [key])
+

@@ -1,0 +1,68 @@
+"""A bounded TTL cache of check results, keyed by (principal, relation, object).
+
+OpenFGA answers the same questions over and over on the read path (loadTable checks the same
+table for the same user on every call). The cache answers repeats for a few seconds. Grants this
+process writes clear it at once; grants written by other Lakekeeper processes take effect within
+the TTL, which is why the TTL is short.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+CheckKey = tuple[str, str, str]  # (user, relation, object) in OpenFGA's spelling
+
+
+class CheckCache:
+    def __init__(self, capacity: int, ttl_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.capacity = capacity
+        self.ttl = ttl_seconds
+        self._clock = clock
+        self._entries: OrderedDict[CheckKey, tuple[float, bool]] = OrderedDict()
+        # bumped by every invalidation: an answer fetched before a write must not be stored after it
+        self.generation = 0
+        self.hits = 0
+        self.misses = 0
+        self.on_lookup: Callable[[str], None] | None = None  # "hit" | "miss", for Prometheus
+
+    @property
+    def enabled(self) -> bool:
+        return self.capacity > 0 and self.ttl > 0
+
+    def get(self, key: CheckKey) -> bool | None:
+        if not self.enabled:
+            return None
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] > self._clock():
+            self._entries.move_to_end(key)
+            self._count("hit")
+            return entry[1]
+        if entry is not None:
+            del self._entries[key]
+        self._count("miss")
+        return None
+
+    def put(self, key: CheckKey, allowed: bool, generation: int) -> None:
+        if not self.enabled or generation != self.generation:
+            return
+        self._entries[key] = (self._clock() + self.ttl, allowed)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def invalidate(self) -> None:
+        self.generation += 1
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _count(self, result: str) -> None:
+        if result == "hit":
+            self.hits += 1
+        else:
+            self.misses += 1
+        if self.on_lookup is not None:
+            self.on_lookup(result)

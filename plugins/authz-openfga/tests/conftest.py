@@ -1,0 +1,15 @@
+"""Fixtures of the OpenFGA plugin's tests.
+
+The suite runs with ``--import-mode=importlib``, which puts no test directory on ``sys.path``; the
+helpers beside these tests (the OpenFGA API double, the ``fga`` CLI lookup) are imported by name,
+so this directory goes on the path once.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = str(Path(__file__).parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)

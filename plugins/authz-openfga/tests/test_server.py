@@ -1,0 +1,83 @@
+"""``lakekeeper migrate`` and ``lakekeeper serve`` with ``LAKEKEEPER__AUTHZ_BACKEND=openfga``, as subprocesses,
+against the OpenFGA API double (no OpenFGA server can run here; see ``openfga_double.py``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from openfga_double import OpenFgaDouble
+
+from lakekeeper_testing.server import CatalogServer
+
+
+@pytest.fixture(scope="module")
+def double() -> Iterator[OpenFgaDouble]:
+    fake = OpenFgaDouble().start()
+    yield fake
+    fake.stop()
+
+
+def openfga_env(double: OpenFgaDouble, store_name: str) -> dict[str, str]:
+    return {
+        "LAKEKEEPER__AUTHZ_BACKEND": "openfga",
+        "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
+        "LAKEKEEPER__OPENFGA__STORE_NAME": store_name,
+        "LAKEKEEPER__OPENFGA__CLIENT_ID": "lakekeeper",
+        "LAKEKEEPER__OPENFGA__CLIENT_SECRET": "very-secret-value",
+        "LAKEKEEPER__OPENFGA__TOKEN_ENDPOINT": "http://127.0.0.1:9/token",
+    }
+
+
+def run_cli(args: list[str], env: dict[str, str], data_dir: str) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LAKEKEEPER__")}
+    full_env.update(env, LAKEKEEPER__DATA_DIR=data_dir)
+    return subprocess.run([sys.executable, "-m", "lakekeeper_host", *args], env=full_env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_migrate_writes_the_store_and_model_once(double: OpenFgaDouble, tmp_path) -> None:
+    store_name = f"lk-{uuid.uuid4().hex[:8]}"
+    env = openfga_env(double, store_name)
+    # no token endpoint runs here: plain access for this test (API keys are tested in test_authorizer.py)
+    env.pop("LAKEKEEPER__OPENFGA__CLIENT_ID")
+    env.pop("LAKEKEEPER__OPENFGA__CLIENT_SECRET")
+    env.pop("LAKEKEEPER__OPENFGA__TOKEN_ENDPOINT")
+    first = run_cli(["migrate"], env, str(tmp_path))
+    assert first.returncode == 0, first.stderr
+    assert f"openfga: created store '{store_name}'" in first.stdout
+    assert "wrote model collaboration-1.0" in first.stdout
+    second = run_cli(["migrate"], env, str(tmp_path))
+    assert second.returncode == 0, second.stderr
+    assert "created store" not in second.stdout and "wrote model" not in second.stdout
+    assert f"openfga: store '{store_name}'" in second.stdout
+    assert len(double.store_named(store_name).models) == 1
+
+
+def test_an_incomplete_configuration_stops_the_cli_with_the_setting_named(double: OpenFgaDouble, tmp_path) -> None:
+    env = openfga_env(double, "lk-bad")
+    env.pop("LAKEKEEPER__OPENFGA__TOKEN_ENDPOINT")
+    result = run_cli(["migrate"], env, str(tmp_path))
+    assert result.returncode == 2
+    assert "CLIENT_SECRET and TOKEN_ENDPOINT" in result.stderr
+    assert "very-secret-value" not in result.stderr + result.stdout
+
+
+def test_serve_builds_the_authorizer_and_reports_it_healthy(double: OpenFgaDouble) -> None:
+    store_name = f"lk-{uuid.uuid4().hex[:8]}"
+    env = {"LAKEKEEPER__AUTHZ_BACKEND": "openfga", "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
+           "LAKEKEEPER__OPENFGA__STORE_NAME": store_name, "LAKEKEEPER__OPENFGA__API_KEY": "fga-api-key-4711"}
+    server = CatalogServer(env).start(timeout=120)  # embedded: migrates the store and model before serving
+    try:
+        health = httpx.get(server.url + "/health", timeout=10).json()
+        assert health["checks"]["authorizer"] == "healthy"
+        assert double.store_named(store_name) is not None
+        assert "fga-api-key-4711" not in server.log_tail(400)
+        assert set(double.authorization_headers[-3:]) == {"Bearer fga-api-key-4711"}
+    finally:
+        server.close()

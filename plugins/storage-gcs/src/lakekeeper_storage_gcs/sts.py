@@ -1,0 +1,196 @@
+"""Downscoped tokens: Lakekeeper's own token exchanged at Google STS for one limited to a table.
+
+The exchange is OAuth 2.0 Token Exchange (RFC 8693) with a Credential Access Boundary in
+``options`` (https://cloud.google.com/iam/docs/downscoping-short-lived-credentials): the boundary
+names the bucket, the IAM roles the client may use there, and a CEL condition that keeps every
+object and listing request below the table's prefix. As in Lakekeeper (``gcs/sts.rs``), read is
+``objectViewer``, read-write adds ``objectCreator``, read-write-delete is ``objectUser``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
+
+import httpx
+from attrs import field, frozen
+
+from lakekeeper_host.errors import CatalogError
+from lakekeeper_host.service.storage import StoragePermission
+from lakekeeper_storage_gcs.locations import GcsLocation
+
+TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+# what Lakekeeper's own token may do; the boundary narrows it for clients
+STORAGE_SCOPE = "https://www.googleapis.com/auth/devstorage.full_control"
+LIST_PREFIX_ATTRIBUTE = "storage.googleapis.com/objectListPrefix"
+MAX_REUSE_SECONDS = 3600
+
+ROLES = {
+    StoragePermission.READ: ("roles/storage.objectViewer",),
+    StoragePermission.READ_WRITE: ("roles/storage.objectViewer", "roles/storage.objectCreator"),
+    StoragePermission.READ_WRITE_DELETE: ("roles/storage.objectUser",),
+}
+
+
+class TokenExchangeFailed(CatalogError):
+    def __init__(self, message: str):
+        super().__init__(500, "FailedToGetShortTermCredentials", message)
+
+
+@frozen
+class DownscopedToken:
+    token: str = field(repr=False)
+    expires_at_ms: int
+
+
+def _cel_string(value: str) -> str:
+    """A CEL single-quoted string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def access_boundary(location: GcsLocation, permission: StoragePermission) -> dict[str, Any]:
+    """The Credential Access Boundary that limits a token to ``location`` and below."""
+    prefix = location.dir_prefix
+    bucket_path = f"projects/_/buckets/{location.bucket}"
+    condition = " || ".join(
+        [
+            f"resource.name.startsWith({_cel_string(f'{bucket_path}/objects/{prefix}')})",
+            # buckets with hierarchical namespace address folders as resources of their own
+            f"resource.name.startsWith({_cel_string(f'{bucket_path}/folders/{prefix}')})",
+            # a listing is a request on the bucket; its prefix is an attribute of the request
+            f"api.getAttribute({_cel_string(LIST_PREFIX_ATTRIBUTE)}, '').startsWith({_cel_string(prefix)})",
+        ]
+    )
+    return {
+        "accessBoundary": {
+            "accessBoundaryRules": [
+                {
+                    "availableResource": f"//storage.googleapis.com/{bucket_path}",
+                    "availablePermissions": [f"inRole:{role}" for role in ROLES[permission]],
+                    "availabilityCondition": {
+                        "title": "lakekeeper-table-prefix",
+                        "expression": condition,
+                    },
+                }
+            ]
+        }
+    }
+
+
+async def exchange_token(
+    client: httpx.AsyncClient,
+    sts_endpoint: str,
+    subject_token: str,
+    boundary: dict[str, Any],
+    *,
+    clock: Callable[[], float] = time.time,
+) -> DownscopedToken:
+    """POST the RFC 8693 exchange; the answer is ``{access_token, expires_in, ...}``."""
+    form = {
+        "grant_type": TOKEN_EXCHANGE_GRANT,
+        "subject_token_type": ACCESS_TOKEN_TYPE,
+        "requested_token_type": ACCESS_TOKEN_TYPE,
+        "subject_token": subject_token,
+        "options": json.dumps(boundary, separators=(",", ":")),
+    }
+    started = clock()
+    try:
+        response = await client.post(sts_endpoint, data=form, timeout=30)
+    except httpx.HTTPError as exc:
+        raise TokenExchangeFailed(f"Token exchange at {sts_endpoint} failed: {type(exc).__name__}: {exc}") from exc
+    if response.status_code != 200:
+        raise TokenExchangeFailed(
+            f"Token exchange at {sts_endpoint} answered {response.status_code}: {response.text[:500]}"
+        )
+    try:
+        body = response.json()
+        token = body["access_token"]
+        expires_in = int(body.get("expires_in", 3600))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TokenExchangeFailed(f"Token exchange at {sts_endpoint} gave no access_token: {exc}") from exc
+    return DownscopedToken(token=token, expires_at_ms=int((started + expires_in) * 1000))
+
+
+class SourceToken:
+    """Lakekeeper's own access token from google-auth credentials, refreshed when it runs out.
+
+    google-auth refreshes synchronously (a JWT-bearer grant at the key's ``token_uri``, or the
+    metadata server), so it runs in a worker thread; one lock keeps concurrent callers to one refresh.
+    """
+
+    def __init__(self, credentials: Any):
+        self.credentials = credentials
+        self._lock = threading.Lock()
+
+    def get(self) -> str:
+        from google.auth.transport.requests import Request
+
+        with self._lock:
+            if not self.credentials.valid:
+                self.credentials.refresh(Request())
+            return self.credentials.token
+
+    async def get_async(self) -> str:
+        return await asyncio.to_thread(self.get)
+
+
+class TokenCache:
+    """Downscoped tokens reused while fresh (half their remaining life, at most an hour).
+
+    Keyed like Lakekeeper's STC cache by location, permission and credential; concurrent misses on
+    one key share a single exchange.
+    """
+
+    def __init__(self, capacity: int = 10000, *, enabled: bool = True, clock: Callable[[], float] = time.time):
+        self.capacity = capacity
+        self.enabled = enabled and capacity > 0
+        self.clock = clock
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[Hashable, tuple[DownscopedToken, float]] = OrderedDict()
+        self._inflight: dict[Hashable, asyncio.Future[DownscopedToken]] = {}
+
+    def configure(self, *, capacity: int, enabled: bool) -> None:
+        self.capacity = capacity
+        self.enabled = enabled and capacity > 0
+        while len(self._entries) > max(self.capacity, 0):
+            self._entries.popitem(last=False)
+
+    async def get_or_fetch(self, key: Hashable, fetch: Callable[[], Awaitable[DownscopedToken]]) -> DownscopedToken:
+        if not self.enabled:
+            return await fetch()
+        entry = self._entries.get(key)
+        if entry is not None and entry[1] > self.clock():
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry[0]
+        pending = self._inflight.get(key)
+        if pending is not None and pending.get_loop() is asyncio.get_running_loop():
+            self.hits += 1
+            return await asyncio.shield(pending)
+        self.misses += 1
+        future: asyncio.Future[DownscopedToken] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            token = await fetch()
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: no warning when nobody else waited
+            raise
+        finally:
+            if self._inflight.get(key) is future:
+                del self._inflight[key]
+        future.set_result(token)
+        now = self.clock()
+        reuse = max(0.0, min((token.expires_at_ms / 1000 - now) / 2, MAX_REUSE_SECONDS))
+        self._entries[key] = (token, now + reuse)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+        return token

@@ -1,0 +1,116 @@
+"""Documentation a user relies on stays true (issue 25): the generated configuration reference matches
+the config classes, and the deployment files parse and call commands the CLI has."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).parents[2]
+
+
+def test_configuration_reference_is_up_to_date():
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gen-config-reference.py"), "--check"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+
+
+def test_configuration_reference_names_host_and_plugin_variables():
+    from lakekeeper_host.plugins import make_plugin_manager
+    from lakekeeper_host.runtime.config_reference import reference_rows
+
+    rows = {row.name: row for row in reference_rows(make_plugin_manager())}
+    assert rows["LAKEKEEPER__LISTEN_PORT"].default == "8181" and rows["LAKEKEEPER__LISTEN_PORT"].reader == "host"
+    assert rows["LAKEKEEPER__CACHE__SECRETS__CAPACITY"].default == "500"  # the section's own default, not the class's
+    assert rows["LAKEKEEPER__PG_ENCRYPTION_KEY_FILE"].type == "path"
+    assert rows["LAKEKEEPER__REQUIRE_POSTGRES"].meaning.startswith("production")
+    assert rows["LAKEKEEPER__NATS_ADDRESS"].reader == "lakekeeper-events-nats"
+    assert "lakekeeper-storage-s3" in rows["LAKEKEEPER__ENABLE_AWS_SYSTEM_CREDENTIALS"].reader
+    committed = (REPO / "docs" / "configuration.md").read_text()
+    assert "`LAKEKEEPER__KV2`" in committed and "`LAKEKEEPER__KAFKA_TOPIC`" in committed
+
+
+def _lakekeeper_subcommands() -> set[str]:
+    from lakekeeper_host.cli import COMMANDS
+
+    return set(COMMANDS) | {"version"}
+
+
+def _known_variables() -> set[str]:
+    from lakekeeper_host.plugins import make_plugin_manager
+    from lakekeeper_host.runtime.config_reference import reference_rows
+
+    return {row.name for row in reference_rows(make_plugin_manager())}
+
+
+def test_containerfile_calls_real_commands_and_variables():
+    import json
+    import shlex
+
+    text = (REPO / "deploy" / "Containerfile").read_text().replace("\\\n", " ")
+    instructions = [line.split(None, 1) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    by_name: dict[str, list[str]] = {}
+    for name, rest in instructions:
+        by_name.setdefault(name.upper(), []).append(rest)
+    assert json.loads(by_name["ENTRYPOINT"][0]) == ["lakekeeper"]
+    assert json.loads(by_name["CMD"][0])[0] in _lakekeeper_subcommands()
+    healthcheck = json.loads(by_name["HEALTHCHECK"][0].split("CMD", 1)[1])
+    assert healthcheck[0] == "lakekeeper" and healthcheck[1] in _lakekeeper_subcommands()
+    env_names = {token.split("=", 1)[0] for line in by_name["ENV"] for token in shlex.split(line)}
+    assert env_names and env_names <= _known_variables()
+    assert "LAKEKEEPER__REQUIRE_POSTGRES" in env_names
+    # every directory it copies and installs exists in the checkout
+    for line in by_name["COPY"]:
+        for source in line.split()[:-1]:
+            assert (REPO / source).exists(), source
+    for path in by_name["RUN"][0].split("pip install --no-cache-dir", 1)[1].split("&&")[0].split():
+        assert (REPO / path / "pyproject.toml").is_file(), path
+
+
+def test_kubernetes_manifest_parses_and_runs_real_commands():
+    import yaml
+
+    documents = [doc for doc in yaml.safe_load_all((REPO / "deploy" / "k8s" / "lakekeeper.yaml").read_text()) if doc]
+    kinds = {doc["kind"]: doc for doc in documents}
+    assert set(kinds) == {"Job", "Deployment", "Service"}
+    deployment = kinds["Deployment"]
+    assert deployment["spec"]["replicas"] == 2
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert kinds["Service"]["spec"]["selector"].items() <= pod_labels.items()
+
+    secret = yaml.safe_load((REPO / "deploy" / "k8s" / "secret.example.yaml").read_text())
+    known = _known_variables()
+    for workload in (kinds["Job"], deployment):
+        pod = workload["spec"]["template"]["spec"]
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            assert container["args"][0] in _lakekeeper_subcommands(), container["name"]
+            for variable in container.get("env", []):
+                assert variable["name"] in known, variable["name"]
+                ref = variable.get("valueFrom", {}).get("secretKeyRef")
+                if ref:
+                    assert ref["name"] == secret["metadata"]["name"] and ref["key"] in secret["stringData"]
+    server = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert server["readinessProbe"]["httpGet"]["path"] == "/health"
+    # the flags the manifest passes exist on the subcommands
+    from lakekeeper_host.cli import build_parser
+
+    for workload in (kinds["Job"], deployment):
+        pod = workload["spec"]["template"]["spec"]
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            build_parser().parse_args(container["args"])
+
+
+def test_docs_link_to_files_that_exist():
+    import re
+
+    for page in [REPO / "docs" / "deployment.md", *(REPO / "docs" / "plugins").glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#]+)\)", page.read_text()):
+            if not target.startswith("http"):
+                assert (page.parent / target).exists(), f"{page.name}: {target}"
+    plugin_pages = {p.stem for p in (REPO / "docs" / "plugins").glob("*.md")}
+    assert plugin_pages == {p.name for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").is_file()}

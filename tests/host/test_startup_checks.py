@@ -1,0 +1,180 @@
+"""What a new operator sees at startup (issue 25): a production configuration refuses to run on
+the embedded SQLite, and the banner names the backends that are actually active."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lakekeeper_testing.server import free_port
+
+REPO = Path(__file__).parents[2]
+PRODUCTION = str(REPO / "config" / "production.toml")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEKEEPER__", "ICEBERG_REST__"))}
+    env.update(extra)
+    return env
+
+
+def run_cli(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lakekeeper_host", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("lakekeeper: error:")]
+
+
+@contextlib.contextmanager
+def serving(*args: str, env: dict[str, str], cwd: Path) -> Iterator[list[str]]:
+    """``lakekeeper <args> serve`` until /health answers; yields the output lines so far (and later)."""
+    port = int(env["LAKEKEEPER__LISTEN_PORT"])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lakekeeper_host", *args, "serve"], cwd=cwd, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(process.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            time.sleep(0.1)
+        else:
+            pytest.fail("server did not become healthy:\n" + "".join(output))
+        yield output
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        process.wait(30)
+        reader.join(5)
+
+
+def banner_of(output: list[str]) -> str:
+    for line in output:
+        with contextlib.suppress(ValueError):
+            message = json.loads(line).get("message", "")
+            if message.startswith("Lakekeeper ") and "database:" in message:
+                return message
+    raise AssertionError("no startup banner in:\n" + "".join(output))
+
+
+def test_production_config_refuses_to_start_without_postgres(tmp_path):
+    result = run_cli("--config", PRODUCTION, "serve", env=clean_env(), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    [line] = error_lines(result.stderr)
+    assert "LAKEKEEPER__PG_DATABASE_URL_WRITE" in line and "LAKEKEEPER__REQUIRE_POSTGRES" in line
+    assert "production.toml" in line
+    assert "Traceback" not in result.stderr
+    # nothing was created: no SQLite catalog, no demo warehouse
+    assert list(tmp_path.iterdir()) == []
+    # the same for the migrate command: it must not migrate an embedded SQLite instead
+    migrate = run_cli("--config", PRODUCTION, "migrate", env=clean_env(), cwd=tmp_path)
+    assert migrate.returncode == 2 and "LAKEKEEPER__PG_DATABASE_URL_WRITE" in migrate.stderr
+
+
+def test_embedded_banner_names_sqlite_and_the_active_backends(tmp_path):
+    env = clean_env(
+        LAKEKEEPER__LISTEN_PORT=str(free_port()),
+        LAKEKEEPER__METRICS__ENABLED="false",
+        LAKEKEEPER__LOG_CLOUDEVENTS="true",
+    )
+    with serving(env=env, cwd=tmp_path) as output:
+        banner = banner_of(output)
+    assert f"database: sqlite {tmp_path / 'lakekeeper-data' / 'catalog.sqlite'} (embedded)" in banner
+    assert "authorizer: allowall" in banner
+    assert "secret store: postgres" in banner
+    assert "event sinks: log;" in banner  # LOG_CLOUDEVENTS built the log sink
+    assert "storage: " in banner and "file" in banner.split("storage: ")[1]
+    assert f"listening on http://127.0.0.1:{env['LAKEKEEPER__LISTEN_PORT']}" in banner
+
+
+@pytest.mark.postgres
+def test_production_config_with_postgres_serves_and_says_so(pg_url_factory, tmp_path):
+    url = pg_url_factory()
+    env = clean_env(
+        LAKEKEEPER__PG_DATABASE_URL_WRITE=url,
+        LAKEKEEPER__PG_ENCRYPTION_KEY="a-long-random-production-key-0123456789",
+        LAKEKEEPER__LISTEN_PORT=str(free_port()),
+        LAKEKEEPER__BIND_IP="127.0.0.1",
+        LAKEKEEPER__WORKERS="1",
+        LAKEKEEPER__METRICS__ENABLED="false",
+    )
+    assert run_cli("--config", PRODUCTION, "migrate", env=env, cwd=tmp_path).returncode == 0
+    with serving("--config", PRODUCTION, env=env, cwd=tmp_path) as output:
+        banner = banner_of(output)
+    database = url.rsplit("/", 1)[1]
+    assert "database: postgresql " in banner and banner.split("database: ")[1].split(";")[0].endswith("/" + database)
+    assert "password" not in banner and "@" not in banner
+    assert "event sinks: none" in banner
+    assert not (tmp_path / "lakekeeper-data").exists()
+
+
+def test_out_of_range_port_is_a_config_error_before_the_banner(tmp_path):
+    result = run_cli("serve", env=clean_env(LAKEKEEPER__LISTEN_PORT="70000"), cwd=tmp_path)
+    assert result.returncode == 2
+    [line] = error_lines(result.stderr)
+    assert line == "lakekeeper: error: LAKEKEEPER__LISTEN_PORT: must be <= 65535: 70000"
+    assert "serving" not in result.stderr + result.stdout and "Traceback" not in result.stderr
+    metrics = run_cli("serve", env=clean_env(LAKEKEEPER__METRICS__PORT="-1"), cwd=tmp_path)
+    assert error_lines(metrics.stderr) == ["lakekeeper: error: LAKEKEEPER__METRICS__PORT: must be >= 0: -1"]
+
+
+def test_port_in_use_names_host_and_port(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("serve", env=clean_env(LAKEKEEPER__LISTEN_PORT=str(port)), cwd=tmp_path)
+    assert result.returncode == 2
+    [line] = error_lines(result.stderr)
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in line
+    assert "serving" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_misspelled_variables_warn_once_each_with_a_suggestion(tmp_path):
+    port = free_port()
+    env = clean_env(
+        LAKEKEEPER__LISTEN_PORT=str(port),
+        LAKEKEEPER__METRICS__ENABLED="false",
+        LAKEKEPER__LOG_LEVEL="debug",  # prefix typo
+        LAKEKEEPER_WORKERS="2",  # one underscore, a real key
+        LAKEKEEPER__LISTEN_PROT="1",  # near-miss key
+        LAKEKEEPER_SPARK_JARS_DIR="/nowhere",  # a tool's own variable, not ours: no warning
+    )
+    with serving(env=env, cwd=tmp_path) as output:
+        pass
+    warnings = [json.loads(line)["message"] for line in output
+                if line.startswith("{") and json.loads(line)["level"] == "WARNING"]
+    expected = [
+        "Ignored variable LAKEKEPER__LOG_LEVEL (did you mean LAKEKEEPER__LOG_LEVEL?)",
+        "Ignored variable LAKEKEEPER_WORKERS (did you mean LAKEKEEPER__WORKERS?)",
+        "Unknown config key LAKEKEEPER__LISTEN_PROT (did you mean LAKEKEEPER__LISTEN_PORT?)",
+    ]
+    for message in expected:
+        assert warnings.count(message) == 1, warnings
+    assert not any("SPARK_JARS_DIR" in w for w in warnings)
+
+    strict = run_cli("serve", env={**env, "LAKEKEEPER__STRICT_CONFIG": "true"}, cwd=tmp_path)
+    assert strict.returncode == 2
+    [line] = error_lines(strict.stderr)
+    assert all(message in line for message in expected)

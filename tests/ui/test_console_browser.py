@@ -1,0 +1,151 @@
+"""The console in a real browser against a real ``lakekeeper serve``: what a user clicks through.
+
+Embedded (SQLite) server only: the console reaches the store solely through the HTTP API, which
+the catalog and management suites already run on both backends.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.server import CatalogServer
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server():
+    with CatalogServer() as srv:
+        yield srv
+
+
+def test_warehouse_table_snapshots_drop_and_undrop(server, page, screenshot, tmp_path):
+    page.goto(server.url + "/")  # / redirects to the console
+    assert page.url.endswith("/ui/")
+    assert page.locator("#bootstrapped").inner_text() == "yes"
+    screenshot(page, "server")
+
+    # create a file warehouse through the generated storage-profile form, soft deletion on
+    page.click("nav >> text=Warehouses")
+    page.click("#new-warehouse")
+    page.fill("input[name='warehouse-name']", "ui_wh")
+    page.select_option("#storage-type", "file")
+    page.fill("input[name='profile.file.root']", str(tmp_path / "ui_wh"))
+    page.select_option("select[name='delete-mode']", "soft")
+    screenshot(page, "warehouse-create")
+    page.click("#create-warehouse")
+    page.wait_for_selector(".flash.success")
+    assert "Warehouse 'ui_wh' created." in page.locator(".flash.success").inner_text()
+    warehouse_url = page.url
+
+    # the API's own validation message reaches the user: a second warehouse with the same name
+    page.goto(server.url + "/ui/warehouses/new")
+    page.fill("input[name='warehouse-name']", "ui_wh")
+    page.select_option("#storage-type", "file")
+    page.fill("input[name='profile.file.root']", str(tmp_path / "other"))
+    page.click("#create-warehouse")
+    error = page.locator(".flash.error").inner_text()
+    assert "ui_wh" in error and "HTTP 409" in error, error
+
+    # a table with two snapshots, written by PyIceberg
+    catalog = RestCatalog("ui", uri=server.catalog_url, warehouse="ui_wh")
+    catalog.create_namespace("sales")
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string())])
+    table = catalog.create_table("sales.orders", schema=schema)
+    table.append(pa.table({"id": [1, 2], "region": ["eu", "us"]}, schema=schema))
+    table.append(pa.table({"id": [3], "region": ["eu"]}, schema=schema))
+    snapshot_ids = {str(s.snapshot_id) for s in table.refresh().snapshots()}
+
+    # the tree shows the namespace, the namespace lists the table
+    page.goto(warehouse_url)
+    page.click(".sidebar a[data-ns='sales']")
+    page.wait_for_selector("#tables")
+    page.click("#tables >> text=orders")
+
+    # table detail: schema, snapshots in the list and in the timeline, refs, metadata location
+    page.wait_for_selector("#snapshot-timeline svg")
+    assert page.locator("#schema tbody tr").count() == 2
+    listed = {row.get_attribute("id").removeprefix("snapshot-")
+              for row in page.locator("#snapshot-list tbody tr").all()}
+    assert listed == snapshot_ids
+    dots = {dot.get_attribute("data-snapshot") for dot in page.locator("#snapshot-timeline circle").all()}
+    assert dots == snapshot_ids
+    assert page.locator("#refs tbody tr").first.inner_text().startswith("main")
+    assert page.locator("#metadata-location").inner_text().endswith(".metadata.json")
+    screenshot(page, "table")
+
+    # drop (soft) -> gone from the namespace, listed as deleted -> undrop -> back
+    page.click("#drop-table")
+    page.wait_for_selector(".flash.success")
+    assert page.locator("#tables >> text=orders").count() == 0
+    page.goto(warehouse_url)
+    page.click("button[data-undrop='orders']")
+    assert "orders restored." in page.locator(".flash.success").inner_text()
+    assert catalog.table_exists("sales.orders")
+    page.click(".sidebar a[data-ns='sales']")
+    assert page.locator("#tables >> text=orders").count() == 1
+
+    # the connect-compute panel holds paste-ready code for this warehouse
+    page.goto(warehouse_url)
+    pyiceberg = page.locator("#snippet-pyiceberg").inner_text()
+    assert f'uri="{server.catalog_url}"' in pyiceberg and 'warehouse="ui_wh"' in pyiceberg
+    page.click("button[data-tab='3']")
+    assert "ATTACH 'ui_wh'" in page.locator("#snippet-duckdb").inner_text()
+    screenshot(page, "warehouse")
+
+    for name, path in [("warehouses", "/ui/warehouses"), ("projects", "/ui/projects"),
+                       ("identities", "/ui/identities")]:
+        page.goto(server.url + path)
+        screenshot(page, name)
+
+
+def test_login_and_logout_against_the_oidc_issuer(page, screenshot):
+    with OidcIssuer(audience="lakekeeper") as idp:
+        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper"}
+        with CatalogServer(env) as srv:
+            page.goto(srv.url + "/ui/warehouses")
+            assert page.locator("#login").is_visible()
+            screenshot(page, "login")
+            page.click("#login")
+            page.wait_for_selector("#username")  # the issuer's sign-in form
+            assert page.url.startswith(idp.authorization_endpoint)
+            assert "code_challenge_method=S256" in page.url
+            page.fill("#username", "peter")
+            page.click("#kc-login")
+            # back in the console, on the page asked for, with the user's token
+            page.wait_for_url(re.compile(r".*/ui/warehouses$"))
+            assert page.locator("h1").inner_text() == "Warehouses"
+            page.goto(srv.url + "/ui/")
+            assert page.locator("#whoami-name").inner_text() == "Peter"
+            cookie = next(c for c in page.context.cookies() if c["name"] == "lakekeeper_console")
+            assert cookie["httpOnly"] and cookie["sameSite"] == "Lax" and cookie["path"] == "/ui"
+            # the session cookie does not carry the token readably
+            assert "peter" not in cookie["value"].lower()
+
+            page.click("#logout")
+            page.wait_for_selector("#signed-out")
+            assert idp.logouts and idp.logouts[-1]["client_id"] == "lakekeeper"
+            page.goto(srv.url + "/ui/")
+            assert page.locator("#login").is_visible()
+
+
+def test_an_expired_sign_in_goes_back_to_the_identity_provider(page):
+    with OidcIssuer(audience="lakekeeper", token_lifetime=3) as idp:
+        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper"}
+        with CatalogServer(env) as srv:
+            page.goto(srv.url + "/ui/login?next=/ui/projects")
+            page.fill("#username", "peter")
+            page.click("#kc-login")
+            page.wait_for_url(re.compile(r".*/ui/projects$"))
+            time.sleep(4)  # the token's lifetime
+            page.goto(srv.url + "/ui/warehouses")
+            page.wait_for_selector("#username")  # straight to the provider, no sign-in page in between
+            page.fill("#username", "peter")
+            page.click("#kc-login")
+            page.wait_for_url(re.compile(r".*/ui/warehouses$"))
