@@ -56,6 +56,7 @@ from lakekeeper_host.store import maintenance as maintenance_store
 from lakekeeper_host.store import now_ms, tabular_admin
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store import warehouses as warehouse_store
+from lakekeeper_host.store.tabulars import TabularRow
 from lakekeeper_host.store.tasks import TaskRow
 
 log = logging.getLogger(__name__)
@@ -316,7 +317,7 @@ async def ensure_planners(state: AppState) -> None:
 # ---------------------------------------------------------------- management: per-table policy and runs
 
 
-async def _require_table(state: AppState, warehouse_id: str, table_id: str) -> tabular_admin.TabularInfo:
+async def _require_table(state: AppState, warehouse_id: str, table_id: str) -> TabularRow:
     try:
         table_id = str(uuid.UUID(table_id))
     except ValueError:

@@ -1,9 +1,11 @@
-"""Settling a write whose COMMIT had an unknown outcome (connection lost, request timed out).
+"""The one protocol of a write that swaps metadata files in the database: :func:`settled_write`.
 
 Commits and the create paths (createTable, registerTable, createView, registerView) write metadata
-files BEFORE the database swap. When the COMMIT itself fails, :func:`settle_uncertain_commit` reads
-the rows again: files are deleted only when the swap certainly did not land; when it cannot tell,
-the files stay and the answer is 500 ``CommitStateUnknownException``.
+files BEFORE the database swap, then run the swap in a transaction. A failure before COMMIT rolls
+back and deletes the files written for it. When the COMMIT itself fails (connection lost, request
+timed out), :func:`settle_uncertain_commit` reads the rows again: files are deleted only when the
+swap certainly did not land; when it cannot tell, the files stay and the answer is 500
+``CommitStateUnknownException``.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
-from attrs import frozen
+from attrs import define, field, frozen
 
 from lakekeeper_host.errors import (
     commit_failed,
@@ -42,6 +45,42 @@ class Swap:
     expected_location: str | None
     new_location: str | None
     written: bool = True
+
+
+@define
+class SettledWrite:
+    """What the body of :func:`settled_write` works with: the transaction, and the swaps it made."""
+
+    tx: object
+    swaps: list[Swap] = field(factory=list)
+
+    def expect(self, swap: Swap) -> None:
+        """Record a swap this transaction made: if its COMMIT fails, the swaps are read back."""
+        self.swaps.append(swap)
+
+
+@asynccontextmanager
+async def settled_write(
+    state: AppState, storage: Storage, *, files: Sequence[str | None] = (), creates: bool = False
+) -> AsyncIterator[SettledWrite]:
+    """A database transaction that points tabulars at metadata ``files`` already written.
+
+    The body swaps and calls ``write.expect(swap)`` for each swap it made. An exception in the body
+    (or a COMMIT with no swap expected) rolls back, deletes ``files`` and propagates; a failed COMMIT
+    after expected swaps is settled: leaving the block normally means the swaps landed after all.
+    ``creates``: see :func:`settle_uncertain_commit`.
+    """
+    commit_sent = False
+    try:
+        async with state.store.transaction() as tx:
+            write = SettledWrite(tx)
+            yield write
+            commit_sent = bool(write.swaps)  # leaving the block sends COMMIT: the outcome may be unknown
+    except BaseException as failure:
+        if not commit_sent:  # rolled back: nothing changed
+            await metadata_io.delete_quietly(storage, [f for f in files if f])
+            raise
+        await settle_uncertain_commit(state, storage, write.swaps, failure, creates=creates)
 
 
 def _landed(swap: Swap, row: TabularRow | None) -> bool | None:

@@ -8,71 +8,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from attrs import frozen
-
 from lakekeeper_host.store import metrics_reports
 from lakekeeper_host.store.db import Executor, Row, now_ms
+from lakekeeper_host.store.tabulars import TabularRow, tabular_from_row
 
-
-@frozen
-class TabularInfo:
-    """The columns of a ``tabular`` row that deletion, undrop and protection need."""
-
-    id: str
-    warehouse_id: str
-    namespace_id: str
-    name: str
-    typ: str
-    location: str
-    metadata_location: str | None
-    staged: bool
-    protected: bool
-    deleted_at: int | None
-    created_at: int
-    updated_at: int | None
-
-
-def info_from_row(row: Row | None) -> TabularInfo | None:
-    if row is None:
-        return None
-    return TabularInfo(
-        id=row["id"],
-        warehouse_id=row["warehouse_id"],
-        namespace_id=row["namespace_id"],
-        name=row["name"],
-        typ=row["typ"],
-        location=row["location"],
-        metadata_location=row["metadata_location"],
-        staged=bool(row["staged"]),
-        protected=bool(row["protected"]),
-        deleted_at=row["deleted_at"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
-
-
-_COLUMNS = (
-    "id, warehouse_id, namespace_id, name, typ, location, metadata_location, staged, protected, "
-    "deleted_at, created_at, updated_at"
-)
+# One row type for ``tabular``: :class:`TabularRow` (store/tabulars.py), whole rows.
+_COLUMNS = "*"
 
 
 async def get_tabular_info(
     db: Executor, warehouse_id: str, tabular_id: str, *, include_deleted: bool = False
-) -> TabularInfo | None:
+) -> TabularRow | None:
     sql = f"SELECT {_COLUMNS} FROM tabular WHERE warehouse_id = :w AND id = :id"
     if not include_deleted:
         sql += " AND deleted_at IS NULL"
-    return info_from_row(await db.fetch_one(sql, {"w": warehouse_id, "id": tabular_id}))
+    return tabular_from_row(await db.fetch_one(sql, {"w": warehouse_id, "id": tabular_id}))
 
 
-async def soft_delete(db: Executor, tabular_id: str, *, force: bool) -> TabularInfo | None:
+async def soft_delete(db: Executor, tabular_id: str, *, force: bool) -> TabularRow | None:
     """Mark a live tabular deleted; ``None`` if it is gone (or protected and not ``force``)."""
     guard = "" if force else " AND protected = :false"
     values: dict[str, Any] = {"t": now_ms(), "id": tabular_id}
     if not force:
         values["false"] = False
-    return info_from_row(
+    return tabular_from_row(
         await db.fetch_one(
             "UPDATE tabular SET deleted_at = :t, updated_at = :t "
             f"WHERE id = :id AND deleted_at IS NULL{guard} RETURNING {_COLUMNS}",
@@ -83,7 +42,7 @@ async def soft_delete(db: Executor, tabular_id: str, *, force: bool) -> TabularI
 
 async def hard_delete(
     db: Executor, tabular_id: str, *, force: bool, deleted: bool | None = False
-) -> TabularInfo | None:
+) -> TabularRow | None:
     """Delete the row; ``deleted`` selects live (False), soft-deleted (True) or any (None) rows."""
     sql = "DELETE FROM tabular WHERE id = :id"
     values: dict[str, Any] = {"id": tabular_id}
@@ -94,7 +53,7 @@ async def hard_delete(
         sql += " AND deleted_at IS NOT NULL"
     elif deleted is False:
         sql += " AND deleted_at IS NULL"
-    dropped = info_from_row(await db.fetch_one(sql + f" RETURNING {_COLUMNS}", values))
+    dropped = tabular_from_row(await db.fetch_one(sql + f" RETURNING {_COLUMNS}", values))
     if dropped is not None:
         await metrics_reports.delete_for_tabulars(db, [tabular_id])  # they die with their table
     return dropped
@@ -117,11 +76,15 @@ async def clear_deleted(db: Executor, tabular_id: str) -> bool:
     return bool(rows)
 
 
-async def set_protection(db: Executor, warehouse_id: str, tabular_id: str, typ: str, protected: bool) -> Row | None:
-    return await db.fetch_one(
-        "UPDATE tabular SET protected = :p, updated_at = :t WHERE warehouse_id = :w AND id = :id AND typ = :typ "
-        "AND deleted_at IS NULL RETURNING protected, updated_at",
-        {"p": protected, "t": now_ms(), "w": warehouse_id, "id": tabular_id, "typ": typ},
+async def set_protection(
+    db: Executor, warehouse_id: str, tabular_id: str, typ: str, protected: bool
+) -> TabularRow | None:
+    return tabular_from_row(
+        await db.fetch_one(
+            "UPDATE tabular SET protected = :p, updated_at = :t WHERE warehouse_id = :w AND id = :id AND typ = :typ "
+            f"AND deleted_at IS NULL RETURNING {_COLUMNS}",
+            {"p": protected, "t": now_ms(), "w": warehouse_id, "id": tabular_id, "typ": typ},
+        )
     )
 
 

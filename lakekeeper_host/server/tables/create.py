@@ -25,7 +25,7 @@ from lakekeeper_host.server.names import (
 from lakekeeper_host.server.resolve import (
     require_namespace,
 )
-from lakekeeper_host.server.settled_write import Swap, settle_uncertain_commit
+from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.commit.parse import validate_table_properties
 from lakekeeper_host.server.tables.load import access_request, load_etag, load_result_json
 from lakekeeper_host.server.tabulars.locations import (
@@ -157,31 +157,22 @@ async def create_table(
     if not stage_create:
         metadata_location = metadata_io.next_metadata_location(location, None, dict(metadata.properties))
         await metadata_io.write_metadata(storage, metadata_location, metadata_json)
-    commit_sent = False
-    try:
-        async with state.store.transaction() as tx:
-            current = await tabular_store.get_tabular(tx, namespace.id, name, include_staged=True)
-            if current is not None and not current.staged:
-                raise conflict_for_existing(current.typ, parts, name, "table")
-            if current is not None:  # a staged table of that name is replaced (Lakekeeper)
-                await tabular_store.delete_staged(tx, namespace.id, name)
-            await check_location_available(tx, warehouse, location)
-            inserted = await tabular_store.insert_tabular(
-                tx, tabular_id=tabular_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
-                typ="table", location=location, metadata_location=metadata_location, metadata=metadata_json,
-                staged=stage_create,
-            )
-            if not inserted:
-                raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
-            row = await tabular_store.get_tabular_by_id(tx, tabular_id)
-            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
-    except BaseException as failure:
-        if not commit_sent:  # rolled back: nothing changed
-            if metadata_location:
-                await metadata_io.delete_quietly(storage, [metadata_location])
-            raise
-        swap = Swap(tabular_id, None, metadata_location)  # None: a staged table has no file yet
-        await settle_uncertain_commit(state, storage, [swap], failure, creates=True)
+    async with settled_write(state, storage, files=[metadata_location], creates=True) as write:
+        current = await tabular_store.get_tabular(write.tx, namespace.id, name, include_staged=True)
+        if current is not None and not current.staged:
+            raise conflict_for_existing(current.typ, parts, name, "table")
+        if current is not None:  # a staged table of that name is replaced (Lakekeeper)
+            await tabular_store.delete_staged(write.tx, namespace.id, name)
+        await check_location_available(write.tx, warehouse, location)
+        inserted = await tabular_store.insert_tabular(
+            write.tx, tabular_id=tabular_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
+            typ="table", location=location, metadata_location=metadata_location, metadata=metadata_json,
+            staged=stage_create,
+        )
+        if not inserted:
+            raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
+        row = await tabular_store.get_tabular_by_id(write.tx, tabular_id)
+        write.expect(Swap(tabular_id, None, metadata_location))  # None: a staged table has no file yet
 
     tabular_store.remember_metadata(state.store, metadata_location, metadata_json)
 

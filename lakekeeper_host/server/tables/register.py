@@ -17,7 +17,7 @@ from lakekeeper_host.server.names import (
 from lakekeeper_host.server.resolve import (
     require_namespace,
 )
-from lakekeeper_host.server.settled_write import Swap, settle_uncertain_commit
+from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.load import access_request, load_etag, load_result_json
 from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
 from lakekeeper_host.server.warehouses.validation import effective_format_versions
@@ -74,44 +74,37 @@ async def register_table(
         )
     location = await requested_location(state, warehouse, metadata.location)
     metadata_json = metadata_io.to_json(metadata)
-    commit_sent = False
-    try:
-        async with state.store.transaction() as tx:
-            current = await tabular_store.get_tabular(tx, namespace.id, name, include_staged=True)
-            if current is not None and current.staged:
-                await tabular_store.delete_staged(tx, namespace.id, name)
-                current = None
-            if current is not None:
-                if current.typ != "table" or not overwrite:
-                    raise conflict_for_existing(current.typ, parts, name, "table")
-                await check_location_available(tx, warehouse, location, exclude_id=current.id)
-                if not await tabular_store.cas_update_metadata(
-                    tx, current.id, current.metadata_location, metadata_location, metadata_json, location=location
-                ):
-                    raise CatalogError(
-                        409, "CommitFailedException", f"Table {ident(parts, name)} was changed concurrently"
-                    )
-                tabular_id = current.id
-            else:
-                await check_location_available(tx, warehouse, location)
-                tabular_id = str(metadata.table_uuid)
-                if await tabular_store.tabular_id_taken(tx, tabular_id):
-                    tabular_id = new_id()
-                inserted = await tabular_store.insert_tabular(
-                    tx, tabular_id=tabular_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
-                    typ="table", location=location, metadata_location=metadata_location, metadata=metadata_json,
+    async with settled_write(state, storage, creates=True) as write:
+        current = await tabular_store.get_tabular(write.tx, namespace.id, name, include_staged=True)
+        if current is not None and current.staged:
+            await tabular_store.delete_staged(write.tx, namespace.id, name)
+            current = None
+        if current is not None:
+            if current.typ != "table" or not overwrite:
+                raise conflict_for_existing(current.typ, parts, name, "table")
+            await check_location_available(write.tx, warehouse, location, exclude_id=current.id)
+            if not await tabular_store.cas_update_metadata(
+                write.tx, current.id, current.metadata_location, metadata_location, metadata_json, location=location
+            ):
+                raise CatalogError(
+                    409, "CommitFailedException", f"Table {ident(parts, name)} was changed concurrently"
                 )
-                if not inserted:
-                    raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
-            row = await tabular_store.get_tabular_by_id(tx, tabular_id)
-            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
-    except BaseException as failure:
-        if not commit_sent:  # rolled back: nothing changed
-            raise
+            tabular_id = current.id
+        else:
+            await check_location_available(write.tx, warehouse, location)
+            tabular_id = str(metadata.table_uuid)
+            if await tabular_store.tabular_id_taken(write.tx, tabular_id):
+                tabular_id = new_id()
+            inserted = await tabular_store.insert_tabular(
+                write.tx, tabular_id=tabular_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
+                typ="table", location=location, metadata_location=metadata_location, metadata=metadata_json,
+            )
+            if not inserted:
+                raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
+        row = await tabular_store.get_tabular_by_id(write.tx, tabular_id)
         # the registered file is the user's: never deleted, whatever the outcome
         expected = None if current is None else current.metadata_location
-        swap = Swap(tabular_id, expected, metadata_location, written=False)
-        await settle_uncertain_commit(state, storage, [swap], failure, creates=True)
+        write.expect(Swap(tabular_id, expected, metadata_location, written=False))
 
     # ------------------------------------------------ EVENTS
     # registerTable

@@ -56,7 +56,7 @@ async def set_tabular_protection(
         row = await tabular_admin.set_protection(tx, warehouse.id, _uuid_or_404(tabular_id, label), typ, protected)
     if row is None:
         raise not_found(f"{label} {tabular_id} not found", f"{label}NotFound")
-    return protection_json(row["protected"], row["updated_at"])
+    return protection_json(row.protected, row.updated_at)
 
 
 async def get_namespace_protection(

@@ -13,7 +13,7 @@ from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.names import ident
 from lakekeeper_host.server.resolve import resolve_table
-from lakekeeper_host.server.settled_write import Swap, settle_uncertain_commit
+from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.commit.parse import validate_table_properties
 from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
 from lakekeeper_host.server.views import metadata as vm
@@ -82,27 +82,19 @@ async def commit_view(
             location, row.metadata_location, dict(metadata.properties)
         )
         await metadata_io.write_metadata(storage, metadata_location, metadata_json)
-        commit_sent = False
-        try:
-            async with state.store.transaction() as tx:
-                if moved:
-                    await check_location_available(tx, warehouse, location, exclude_id=row.id)
-                swapped = await tabular_store.cas_update_metadata(
-                    tx,
-                    row.id,
-                    row.metadata_location,
-                    metadata_location,
-                    metadata_json,
-                    location=location if moved else None,
-                )
-                commit_sent = swapped  # leaving the block sends COMMIT: from here on the outcome may be unknown
-        except BaseException as failure:
-            if not commit_sent:  # rolled back: nothing changed
-                await metadata_io.delete_quietly(storage, [metadata_location])
-                raise
-            await settle_uncertain_commit(
-                state, storage, [Swap(row.id, row.metadata_location, metadata_location)], failure
+        async with settled_write(state, storage, files=[metadata_location]) as write:
+            if moved:
+                await check_location_available(write.tx, warehouse, location, exclude_id=row.id)
+            swapped = await tabular_store.cas_update_metadata(
+                write.tx,
+                row.id,
+                row.metadata_location,
+                metadata_location,
+                metadata_json,
+                location=location if moved else None,
             )
+            if swapped:
+                write.expect(Swap(row.id, row.metadata_location, metadata_location))
         if not swapped:
             await metadata_io.delete_quietly(storage, [metadata_location])
             await asyncio.sleep(min(0.2, 0.005 * 2**attempt) * (0.5 + random.random()))

@@ -11,7 +11,7 @@ from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.names import conflict_for_existing, ident, validate_namespace, validate_new_name
 from lakekeeper_host.server.resolve import require_namespace
-from lakekeeper_host.server.settled_write import Swap, settle_uncertain_commit
+from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.commit.parse import validate_table_properties
 from lakekeeper_host.server.tabulars.locations import (
     check_location_available,
@@ -99,23 +99,16 @@ async def create_view(
     metadata_json = metadata.model_dump_json()
     metadata_location = metadata_io.next_metadata_location(location, None, properties)
     await metadata_io.write_metadata(storage, metadata_location, metadata_json)
-    commit_sent = False
-    try:
-        async with state.store.transaction() as tx:
-            await claim_view_name(tx, namespace.id, parts, name)
-            await check_location_available(tx, warehouse, location)
-            inserted = await tabular_store.insert_tabular(
-                tx, tabular_id=view_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
-                typ="view", location=location, metadata_location=metadata_location, metadata=metadata_json,
-            )
-            if not inserted:
-                raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
-            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
-    except BaseException as failure:
-        if not commit_sent:  # rolled back: nothing changed
-            await metadata_io.delete_quietly(storage, [metadata_location])
-            raise
-        await settle_uncertain_commit(state, storage, [Swap(view_id, None, metadata_location)], failure, creates=True)
+    async with settled_write(state, storage, files=[metadata_location], creates=True) as write:
+        await claim_view_name(write.tx, namespace.id, parts, name)
+        await check_location_available(write.tx, warehouse, location)
+        inserted = await tabular_store.insert_tabular(
+            write.tx, tabular_id=view_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
+            typ="view", location=location, metadata_location=metadata_location, metadata=metadata_json,
+        )
+        if not inserted:
+            raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
+        write.expect(Swap(view_id, None, metadata_location))
 
     # ------------------------------------------------ EVENTS
     events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)

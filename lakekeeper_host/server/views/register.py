@@ -10,7 +10,7 @@ from lakekeeper_host.server import events
 from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.names import conflict_for_existing, ident, validate_namespace, validate_new_name
 from lakekeeper_host.server.resolve import require_namespace
-from lakekeeper_host.server.settled_write import Swap, settle_uncertain_commit
+from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.register import register_request
 from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
 from lakekeeper_host.server.views.create import claim_view_name
@@ -44,27 +44,20 @@ async def register_view(
     metadata = await read_view_metadata(storage, metadata_location)
     location = await requested_location(state, warehouse, metadata.location)
     metadata_json = metadata.model_dump_json()
-    commit_sent = False
-    try:
-        async with state.store.transaction() as tx:
-            await claim_view_name(tx, namespace.id, parts, name)
-            await check_location_available(tx, warehouse, location)
-            view_id = str(metadata.view_uuid)
-            if await tabular_store.tabular_id_taken(tx, view_id):
-                view_id = new_id()
-            inserted = await tabular_store.insert_tabular(
-                tx, tabular_id=view_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
-                typ="view", location=location, metadata_location=metadata_location, metadata=metadata_json,
-            )
-            if not inserted:
-                raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
-            commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
-    except BaseException as failure:
-        if not commit_sent:  # rolled back: nothing changed
-            raise
+    async with settled_write(state, storage, creates=True) as write:
+        await claim_view_name(write.tx, namespace.id, parts, name)
+        await check_location_available(write.tx, warehouse, location)
+        view_id = str(metadata.view_uuid)
+        if await tabular_store.tabular_id_taken(write.tx, view_id):
+            view_id = new_id()
+        inserted = await tabular_store.insert_tabular(
+            write.tx, tabular_id=view_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
+            typ="view", location=location, metadata_location=metadata_location, metadata=metadata_json,
+        )
+        if not inserted:
+            raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
         # the registered file is the user's: never deleted, whatever the outcome
-        swap = Swap(view_id, None, metadata_location, written=False)
-        await settle_uncertain_commit(state, storage, [swap], failure, creates=True)
+        write.expect(Swap(view_id, None, metadata_location, written=False))
 
     # ------------------------------------------------ EVENTS
     events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)

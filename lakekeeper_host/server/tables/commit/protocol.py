@@ -14,11 +14,11 @@ The protocol (Lakekeeper §3.2, Iceberg ``CatalogHandlers.commit``):
    it (server-side retry); when they do not, step 2 answers 409. Never a 500 for a conflict.
 7. a failure before the COMMIT is sent changed nothing: the files are deleted. A failure of the
    COMMIT itself (connection lost, request cancelled by ``MAX_REQUEST_TIME``) has an unknown
-   outcome: :func:`settle_uncertain_commit` reads the tables again to find out, and only deletes
+   outcome: :func:`settled_write` settles it, reading the tables again to find out; it only deletes
    the files when the swap certainly did not land; when it cannot tell, the files stay and the
    answer is 500 ``CommitStateUnknownException`` (clients then keep their own files too).
-   The create paths (createTable, registerTable, createView, registerView) settle their INSERT
-   the same way.
+   The create paths (createTable, registerTable, createView, registerView) and view commits go
+   through the same :func:`settled_write`.
 
 A request with no effective change writes nothing and returns the current metadata.
 Committing ``assert-create`` to a staged table (``stage-create``) builds the metadata from empty
@@ -48,7 +48,7 @@ from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.names import conflict_for_existing, ident
 from lakekeeper_host.server.resolve import refresh_warehouse
-from lakekeeper_host.server.settled_write import Swap, settle_uncertain_commit
+from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.commit.parse import TableChange
 from lakekeeper_host.server.tables.commit.requirements import check_requirement
 from lakekeeper_host.server.tables.commit.updates import apply_updates
@@ -139,27 +139,25 @@ async def commit_tables(
             continue
         for item in pending:  # checkers see the CURRENT metadata (None: the commit creates the table)
             await state.contracts.check_table_updates(list(item.change.updates), item.base)
-        commit_sent = False
         try:
             for item in pending:
                 if item.changed:
                     await metadata_io.write_metadata(storage, item.metadata_location, item.metadata_json)
                     item.written = True
-            async with state.store.transaction() as tx:
+        except BaseException:
+            await metadata_io.delete_quietly(storage, [p.metadata_location for p in pending if p.written])
+            raise
+        try:
+            written = [p.metadata_location for p in pending if p.written]
+            async with settled_write(state, storage, files=written) as write:
                 for item in pending:
                     if item.changed:
-                        await _swap(tx, warehouse, storage, item)
-                commit_sent = True  # leaving the block sends COMMIT: from here on the outcome may be unknown
-        except _LostRace as lost:
-            await metadata_io.delete_quietly(storage, [p.metadata_location for p in pending if p.written])
+                        await _swap(write.tx, warehouse, storage, item)
+                        write.expect(_swapped(item))
+        except _LostRace as lost:  # rolled back; settled_write deleted our files
             contended = lost.change
             await asyncio.sleep(min(0.2, 0.005 * 2**attempt) * (0.5 + random.random()))
             continue
-        except BaseException as failure:
-            if not commit_sent:  # rolled back: nothing changed
-                await metadata_io.delete_quietly(storage, [p.metadata_location for p in pending if p.written])
-                raise
-            await settle_uncertain_commit(state, storage, [_swapped(p) for p in pending if p.changed], failure)
         for item in pending:
             if item.changed:
                 tabular_store.remember_metadata(state.store, item.metadata_location, item.metadata_json)
