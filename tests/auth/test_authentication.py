@@ -170,6 +170,7 @@ def test_key_rotation_is_picked_up_without_restart():
         assert httpx.get(srv.url + "/management/v1/info", headers=bearer(before)).status_code == 401
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_identity_provider_outage_is_503_for_new_keys_and_recovers():
     with OidcIssuer("flaky") as idp, CatalogServer({"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri}) as srv:
         known = idp.mint("alice")
@@ -196,6 +197,7 @@ def test_identity_provider_outage_is_503_for_new_keys_and_recovers():
         assert status == 200
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_unreachable_required_provider_stops_startup(tmp_path):
     dead = OidcIssuer("dead")  # never started: connections are refused
     srv = CatalogServer({"LAKEKEEPER__OPENID_PROVIDER_URI": dead.uri})
@@ -206,6 +208,7 @@ def test_unreachable_required_provider_stops_startup(tmp_path):
     assert dead.uri in str(excinfo.value)
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_optional_provider_may_be_down_at_startup(idp_one):
     late = OidcIssuer("late")
     env = {
@@ -241,6 +244,7 @@ def test_provider_ids_are_validated():
 # ---------------------------------------------------------------- Kubernetes
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_kubernetes_service_account_tokens(token_review):
     """Service-account tokens the cluster's TokenReview API vouches for. A fake TokenReview
     endpoint stands in for the Kubernetes API server: no cluster can run in this environment."""
@@ -277,6 +281,7 @@ def test_kubernetes_service_account_tokens(token_review):
         assert provision(srv, sa_token)["id"] == "kubernetes~system:serviceaccount:etl:loader"
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_token_review_outage_is_503_and_recovers(token_review):
     """The (fake) Kubernetes API server goes away: tokens it has not vouched for yet get 503
     (retry later), not 401 or 500; once it is back they are accepted."""
@@ -302,6 +307,7 @@ def test_token_review_outage_is_503_and_recovers(token_review):
             assert provision(srv, during)["id"] == "kubernetes~uid-b"
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_kubernetes_and_oidc_together(token_review, idp_one):
     cluster = OidcIssuer("cluster")
     sa_token = cluster.mint("system:serviceaccount:ns:app")

@@ -243,6 +243,7 @@ def test_pool_gauges_and_request_metrics(pg_url):
         assert count == requests and total > 0
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_store_cache_lookups_are_counted_in_the_metrics():
     with CatalogServer({}) as server:
         config = httpx.get(server.url + "/catalog/v1/config", params={"warehouse": "demo"}).json()

@@ -17,6 +17,8 @@ import pytest
 
 from lakekeeper_testing.server import free_port
 
+pytestmark = pytest.mark.slow  # every test runs the CLI as a subprocess
+
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEKEEPER__", "ICEBERG_REST__"))}

@@ -22,6 +22,8 @@ from lakekeeper_host.store.migrate import migrate
 from lakekeeper_testing.server import create_file_warehouse, start_server
 from lakekeeper_testing.services import PostgresServer, self_signed_chain
 
+pytestmark = pytest.mark.slow  # needs PostgreSQL and server processes
+
 
 def _asyncpg(url: str) -> str:
     return url.replace("postgresql://", "postgresql+asyncpg://", 1)

@@ -19,6 +19,8 @@ import pytest
 
 from lakekeeper_testing.server import free_port
 
+pytestmark = pytest.mark.slow  # every test starts a server process
+
 REPO = Path(__file__).parents[2]
 PRODUCTION = str(REPO / "config" / "production.toml")
 

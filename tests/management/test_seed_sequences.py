@@ -12,6 +12,9 @@ import json
 import subprocess
 
 import httpx
+import pytest
+
+pytestmark = pytest.mark.slow  # replays whole seed sequences against a server
 
 NIL = "00000000-0000-0000-0000-000000000000"
 

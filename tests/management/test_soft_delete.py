@@ -146,6 +146,7 @@ def test_drop_without_purge_keeps_files_on_a_hard_delete_warehouse(server, http,
     assert files_under(table.metadata.location)
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_warehouse_delete_is_refused_while_purges_are_pending(make_server, tmp_path_factory):
     # a server without purge workers: the purge task stays pending
     idle = make_server({"LAKEKEEPER__TASK_TABULAR_PURGE_WORKERS": "0"})

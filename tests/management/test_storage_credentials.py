@@ -7,6 +7,7 @@ warehouse whose probe only passes with the token the storage currently accepts.
 from __future__ import annotations
 
 import httpx
+import pytest
 
 MGMT = "/management/v1"
 
@@ -15,6 +16,7 @@ def credential(token: str) -> dict:
     return {"type": "keyed", "credential-type": "token", "token": token}
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_credential_replacement_and_validation(make_server, tmp_path):
     server = make_server()
     client = httpx.Client(base_url=server.url, timeout=30)

@@ -12,6 +12,8 @@ import pytest
 
 from tests.management.helpers import new_file_warehouse, wait_for
 
+pytestmark = pytest.mark.slow  # waits out heartbeat and retry timeouts
+
 MGMT = "/management/v1"
 
 

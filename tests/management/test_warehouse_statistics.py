@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 import pyarrow as pa
+import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
 from tests.management.helpers import create_view, new_file_warehouse
@@ -23,6 +24,7 @@ def recorded_counts(server, warehouse_id: str) -> tuple[int, int] | None:
     return None if packed is None else divmod(int(packed), 1000)
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_counts_are_live_recorded_by_the_flush_and_reading_them_writes_nothing(make_server, tmp_path_factory):
     # no periodic flush during the test: only the explicit one below records
     server = make_server({"LAKEKEEPER__ENDPOINT_STAT_FLUSH_INTERVAL": "3600s"})

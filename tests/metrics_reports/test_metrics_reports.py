@@ -239,6 +239,7 @@ def test_retention_keeps_the_newest_per_table_and_expires_old_ones(bounded_serve
     tables.http.close()
 
 
+@pytest.mark.slow  # own server processes or waits out timeouts
 def test_disabled_reports_are_accepted_and_discarded(tmp_path):
     server = CatalogServer({"LAKEKEEPER__METRICS_REPORTS__ENABLED": "false"}).start()
     try:

@@ -18,6 +18,8 @@ from lakekeeper_testing.server import CatalogServer
 
 from .conftest import backend_env, start_server
 
+pytestmark = pytest.mark.slow  # runs the CLI and servers as subprocesses
+
 NEW_KEY = "rotated-key-00112233445566778899"
 
 
