@@ -7,7 +7,8 @@ from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.ids import new_id
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import are_allowed, authorize
+from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import projects as project_store
@@ -79,14 +80,7 @@ async def get_project(state: AppState, meta: RequestMetadata, project_id: str) -
 
 async def list_projects(state: AppState, meta: RequestMetadata) -> list[ProjectRow]:
     projects = await project_store.list_projects(state.store)
-    actor = getattr(meta, "actor", None)
-    if actor is None or not projects:
-        return projects
-    from lakekeeper_host.service.authz import Resource
-
-    allowed = await state.authorizer.are_allowed(
-        actor, "include_in_list", [Resource("project", p.id) for p in projects]
-    )
+    allowed = await are_allowed(state, meta, "include_in_list", [Resource("project", p.id) for p in projects])
     return [p for p, ok in zip(projects, allowed, strict=True) if ok]
 
 

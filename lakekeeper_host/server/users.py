@@ -15,6 +15,7 @@ from attrs import frozen
 
 from lakekeeper_host.errors import CatalogError, bad_request, conflict, forbidden, not_found
 from lakekeeper_host.serde import iso_timestamp
+from lakekeeper_host.server.authorize import actor_allowed, is_instance_admin
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token, page_size
 from lakekeeper_host.server.security.authn import IDP_SEPARATOR, MAX_SUBJECT_LENGTH, principal_type
 from lakekeeper_host.service.authz import Actor, Resource
@@ -65,7 +66,7 @@ def keyset_after(token: str | None) -> tuple[int, str] | None:
 
 
 async def require_allowed(state: AppState, actor: Actor, action: str, resource: Resource) -> None:
-    if not await state.authorizer.is_allowed(actor, action, resource):
+    if not await actor_allowed(state, actor, action, resource):
         raise forbidden(f"Forbidden: {action} on {resource.kind} {resource.id}")
 
 
@@ -241,8 +242,7 @@ async def whoami(state: AppState, meta: RequestMetadata) -> dict[str, Any]:
             "GET /catalog/v1/config or by POST /management/v1/user.",
             "UserNotFound",
         )
-    is_admin = actor.assumed_role is None and actor.user_id in state.settings.host.instance_admins
-    return {**user_json(user), "is-instance-admin": is_admin}
+    return {**user_json(user), "is-instance-admin": is_instance_admin(state, actor)}
 
 
 async def list_users(

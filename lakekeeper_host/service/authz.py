@@ -84,6 +84,11 @@ ACTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+# What Lakekeeper calls data access: instance admins (LAKEKEEPER__INSTANCE_ADMINS) pass every other
+# check (the control plane), never these.
+DATA_PLANE_ACTIONS = frozenset({("table", "read_data"), ("table", "write_data"), ("view", "select")})
+
+
 @frozen
 class Principal:
     """Who a grant or a check on behalf of someone is about: a user or a role (its assignees)."""
@@ -147,6 +152,13 @@ class Authorizer(Protocol):
         """The actions of ``ACTIONS[resource.kind]`` that ``actor`` may perform on ``resource``."""
         ...
 
+    async def principal_allowed_actions(
+        self, principal: Principal, resource: Resource, actions: Sequence[str] | None = None
+    ) -> list[str]:
+        """What a user or role (its assignees) may do on ``resource``, of ``actions`` (default: the
+        kind's vocabulary): the permissions API asked about someone else."""
+        ...
+
     async def read_assignments(self, resource: Resource, relations: Sequence[str] | None = None) -> list[Assignment]:
         """The direct grants on ``resource`` (only ``relations`` when given)."""
         ...
@@ -195,8 +207,20 @@ class AuthorizerBase:
 
     async def allowed_actions(self, actor: Actor, resource: Resource) -> list[str]:
         actions = ACTIONS.get(resource.kind, ())
-        allowed = await asyncio.gather(*(self.is_allowed(actor, action, resource) for action in actions))
+        allowed = await self._check_actions(actor, resource, actions)
         return [action for action, ok in zip(actions, allowed, strict=True) if ok]
+
+    async def principal_allowed_actions(
+        self, principal: Principal, resource: Resource, actions: Sequence[str] | None = None
+    ) -> list[str]:
+        if principal.kind != "user":
+            raise _no_grants(self.name)
+        wanted = ACTIONS.get(resource.kind, ()) if actions is None else actions
+        allowed = await self._check_actions(Actor(user_id=principal.id), resource, wanted)
+        return [action for action, ok in zip(wanted, allowed, strict=True) if ok]
+
+    async def _check_actions(self, actor: Actor, resource: Resource, actions: Sequence[str]) -> list[bool]:
+        return list(await asyncio.gather(*(self.is_allowed(actor, action, resource) for action in actions)))
 
     async def read_assignments(self, resource: Resource, relations: Sequence[str] | None = None) -> list[Assignment]:
         raise _no_grants(self.name)
@@ -226,3 +250,6 @@ class AllowAllAuthorizer(AuthorizerBase):
 
     async def are_allowed(self, actor, action, resources):
         return [True] * len(resources)
+
+    async def principal_allowed_actions(self, principal, resource, actions=None):
+        return list(ACTIONS.get(resource.kind, ()) if actions is None else actions)

@@ -10,7 +10,7 @@ from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.serde import structure_body
 from lakekeeper_host.server import events
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, is_instance_admin
 from lakekeeper_host.server.warehouses.validation import (
     CheckReport,
     _build_storage,
@@ -74,9 +74,7 @@ async def creation_report(
         if request.managed_by not in (None, "self-managed", "instance-admin"):
             raise bad_request("managed-by must be self-managed or instance-admin", "InvalidManagedBy")
         if request.managed_by == "instance-admin":
-            actor = getattr(meta, "actor", None)
-            admins = state.settings.host.instance_admins
-            if actor is None or actor.user_id not in admins:
+            if not is_instance_admin(state, getattr(meta, "actor", None)):
                 raise CatalogError(
                     403, "ManagedByNotAllowed", "Only instance admins may create instance-admin managed warehouses"
                 )
