@@ -13,6 +13,7 @@ the new object can be cached.
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
 import httpx
@@ -112,9 +113,11 @@ def build_catalog(server: CatalogServer, double: OpenFgaDouble, store_name: str,
     created("warehouse", catalog.warehouse_id, f"project:{catalog.project_id}", "project", "warehouse")
     prefix = f"/catalog/v1/{catalog.warehouse_id}"
     assert alice.post(f"{prefix}/namespaces", json={"namespace": ["sales"]}).status_code == 200
-    # its id from the database: reading it through the API would check (and cache) before the tuples
-    catalog.namespace_id = server.fetch_val("SELECT id FROM namespace WHERE warehouse_id = :w",
-                                            {"w": catalog.warehouse_id})
+    # its id from the database: reading it through the API would check (and cache) before the tuples;
+    # in a thread of its own, as a browser test's Playwright runs an event loop in this one
+    with ThreadPoolExecutor(1) as thread:
+        catalog.namespace_id = thread.submit(server.fetch_val, "SELECT id FROM namespace WHERE warehouse_id = :w",
+                                             {"w": catalog.warehouse_id}).result()
     created("namespace", catalog.namespace_id, f"warehouse:{catalog.warehouse_id}", "parent", "namespace")
     table = alice.post(f"{prefix}/namespaces/sales/tables", json={"name": "orders", "schema": SCHEMA})
     assert table.status_code == 200, table.text
