@@ -171,6 +171,8 @@ class AuthorizerBase:
     grants of its own answers the permissions API with 501 (Lakekeeper's allow-all does too)."""
 
     name = "base"
+    # True only for an authorizer that allows everything: the host then skips every check
+    allows_all = False
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool:
         raise NotImplementedError
@@ -220,6 +222,7 @@ def _no_grants(backend: str) -> CatalogError:
 
 class AllowAllAuthorizer(AuthorizerBase):
     name = "allowall"
+    allows_all = True
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool:
         return True

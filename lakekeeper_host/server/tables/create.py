@@ -12,7 +12,7 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.types import StructType
 
-from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.authorize import authorize
@@ -129,7 +129,8 @@ async def create_table(
 
     # ------------------------------------------------ AUTHZ
     namespace = await require_namespace(state, warehouse, parts)
-    await authorize(state, meta, "create_table", "namespace", namespace.id, warehouse.id)
+    await authorize(state, meta, "create_table", "namespace", namespace.id, warehouse.id,
+                    hidden=no_such_namespace(parts))
     existing = await tabular_store.get_tabular(state.store, namespace.id, name)
     if existing is not None:
         raise conflict_for_existing(existing.typ, parts, name, "table")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.authorize import authorize
@@ -81,7 +81,8 @@ async def create_view(
 
     # ------------------------------------------------ AUTHZ
     namespace = await require_namespace(state, warehouse, parts)
-    await authorize(state, meta, "create_view", "namespace", namespace.id, warehouse.id)
+    await authorize(state, meta, "create_view", "namespace", namespace.id, warehouse.id,
+                    hidden=no_such_namespace(parts))
     existing = await tabular_store.get_tabular(state.store, namespace.id, name)
     if existing is not None:
         raise conflict_for_existing(existing.typ, parts, name, "view")

@@ -10,7 +10,7 @@ from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.serde import structure_body
 from lakekeeper_host.server import events
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, created
 from lakekeeper_host.server.warehouses.validation import (
     CheckReport,
     _build_storage,
@@ -146,4 +146,5 @@ async def create_warehouse(
         project_id,
         {"storage-profile": warehouse.storage_profile, "delete-profile": warehouse.delete_profile},
     )
+    await created(state, meta, "warehouse", warehouse.id, ("project", project_id), warehouse.id)
     return warehouse
