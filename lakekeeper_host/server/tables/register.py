@@ -7,7 +7,7 @@ from typing import Any
 from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, created
 from lakekeeper_host.server.names import (
     conflict_for_existing,
     ident,
@@ -110,6 +110,7 @@ async def register_table(
     # ------------------------------------------------ EVENTS
     # registerTable
     events.table_registered(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
+    await created(state, meta, "table", row.id, ("namespace", namespace.id), warehouse.id)
 
     config = await storage.table_config(
         access_request(meta, warehouse, parts, name, row, location, access, StoragePermission.READ_WRITE_DELETE)

@@ -8,7 +8,7 @@ from typing import Any
 from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, created
 from lakekeeper_host.server.names import conflict_for_existing, ident, validate_namespace, validate_new_name
 from lakekeeper_host.server.resolve import require_namespace
 from lakekeeper_host.server.settled_write import Swap, settled_write
@@ -113,5 +113,6 @@ async def create_view(
 
     # ------------------------------------------------ EVENTS
     events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)
+    await created(state, meta, "view", view_id, ("namespace", namespace.id), warehouse.id)
     config = await view_config(state, storage, warehouse, view_id, location, access)
     return load_result(metadata_location, metadata_json, config)
