@@ -21,6 +21,11 @@ async def embedded_quickstart(state: AppState) -> None:
     """Idempotent: safe on every start and when several workers start at once."""
 
     host = state.settings.host
+    if not getattr(state.authorizer, "allows_all", False):
+        # a real authorizer needs an admin: the first POST /management/v1/bootstrap makes its caller one
+        log.info("embedded quickstart skipped: the %r authorizer waits for POST /management/v1/bootstrap",
+                 state.authorizer.name)
+        return
     await mark_bootstrapped(state.store)
     project_id = host.default_project_id
     await project_store.create_project(state.store, project_id, "Default Project")

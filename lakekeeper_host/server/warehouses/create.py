@@ -11,6 +11,7 @@ from lakekeeper_host.ids import new_id
 from lakekeeper_host.serde import structure_body
 from lakekeeper_host.server import events
 from lakekeeper_host.server.authorize import authorize, created
+from lakekeeper_host.server.projects import project_not_found
 from lakekeeper_host.server.warehouses.validation import (
     CheckReport,
     _build_storage,
@@ -88,7 +89,7 @@ async def creation_report(
 
 async def validate_creation(state: AppState, meta: RequestMetadata, project_id: str, body: Any) -> dict[str, Any]:
     request = structure_body(body, CreateWarehouse)
-    await authorize(state, meta, "create_warehouse", "project", project_id)
+    await authorize(state, meta, "create_warehouse", "project", project_id, hidden=project_not_found(project_id))
     report, _, _ = await creation_report(state, meta, project_id, request)
     return report.to_json()
 
@@ -102,7 +103,7 @@ async def create_warehouse(
     if await project_store.get_project(state.store, project_id) is None:
         raise CatalogError(404, "ProjectNotFound", f"Project {project_id} does not exist")
     # ------------------------------------------------ AUTHZ
-    await authorize(state, meta, "create_warehouse", "project", project_id)
+    await authorize(state, meta, "create_warehouse", "project", project_id, hidden=project_not_found(project_id))
     report, profile, _ = await creation_report(state, meta, project_id, request)
     report.raise_first()
 
