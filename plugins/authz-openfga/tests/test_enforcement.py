@@ -272,3 +272,83 @@ def test_drop_and_move_keep_the_tuples_right(world: World) -> None:
         assert world.catalog("bob").load_table("archive.keep").name() == ("archive", "keep")
     finally:
         world.revoke("bob", "select", archive)
+
+
+def test_views_follow_the_same_rules(world: World) -> None:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+    from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
+
+    alice = world.catalog("alice")
+    version = ViewVersion(
+        version_id=1, schema_id=0, timestamp_ms=1_700_000_000_000, summary={"engine-name": "test"},
+        representations=[SQLViewRepresentation(type="sql", sql="SELECT 1 AS id", dialect="spark")],
+        default_namespace=["sales"],
+    )
+    alice.create_view("sales.daily", Schema(NestedField(1, "id", LongType())), version)
+    alice.create_view("sales.weekly", Schema(NestedField(1, "id", LongType())), version)
+    with world.http("alice") as owner:
+        daily = "view:" + owner.get(f"{world.prefix}/namespaces/sales/views/daily").json()["metadata"]["view-uuid"]
+    assert ("user:oidc~alice", "ownership", daily) in world.tuples.keys
+    orders = world.table_id("sales", "orders")
+    world.grant("bob", "select", f"table:{orders}")
+    try:
+        with world.http("bob") as bob:
+            listed = bob.get(f"{world.prefix}/namespaces/sales/views")
+            assert listed.status_code == 200 and listed.json()["identifiers"] == []
+            hidden = bob.get(f"{world.prefix}/namespaces/sales/views/weekly")
+            assert hidden.status_code == 404 and error(hidden)["type"] == "NoSuchViewException"
+            world.grant("bob", "describe", daily)
+            try:
+                names = [i["name"] for i in bob.get(f"{world.prefix}/namespaces/sales/views").json()["identifiers"]]
+                assert names == ["daily"]
+                assert bob.get(f"{world.prefix}/namespaces/sales/views/daily").status_code == 200
+                assert bob.get(f"{world.prefix}/namespaces/sales/views/weekly").status_code == 404
+                dropped = bob.delete(f"{world.prefix}/namespaces/sales/views/daily")
+                assert dropped.status_code == 403 and error(dropped)["type"] == "ForbiddenException"
+            finally:
+                world.revoke("bob", "describe", daily)
+    finally:
+        world.revoke("bob", "select", f"table:{orders}")
+    alice.drop_view("sales.weekly")
+    alice.drop_view("sales.daily")
+    assert not [k for k in world.tuples.keys if k[2].startswith("view:") or k[0].startswith("view:")]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    import shutil
+
+    if shutil.which("java") is None:
+        pytest.skip("java (17) is not installed")
+    from lakekeeper_host.spark import shared_session
+
+    session = shared_session()
+    yield session
+    session.stop()
+
+
+@pytest.mark.spark
+def test_spark_as_bob_selects_the_granted_table_and_cannot_insert(world: World, spark) -> None:
+    """Spark's Iceberg REST client with bob's token. Its files go through s3a with keys that may
+    write (Spark here cannot use vended credentials), so the refusal of the INSERT is the catalog's."""
+    from lakekeeper_host.spark import add_catalog
+
+    orders = world.table_id("sales", "orders")
+    world.grant("bob", "select", f"table:{orders}")
+    try:
+        name = "bob_" + uuid.uuid4().hex[:6]
+        s3 = {"endpoint": world.seaweed.endpoint, "access_key": world.seaweed.access_key,
+              "secret_key": world.seaweed.secret_key, "region": world.seaweed.region}
+        add_catalog(spark, world.server.catalog_url, world.warehouse, catalog_name=name, s3=s3,
+                    token=world.idp.mint("bob"))
+        rows = spark.sql(f"SELECT id, name FROM {name}.sales.orders ORDER BY id").collect()
+        assert [(r.id, r.name) for r in rows] == [(1, "a"), (2, "b"), (3, "c")]
+        assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {name}.sales").collect()] == ["orders"]
+        with pytest.raises(Exception, match="(?i)table or view|not found"):
+            spark.sql(f"SELECT * FROM {name}.sales.refunds").collect()
+        with pytest.raises(Exception, match="(?i)forbidden|not allowed"):
+            spark.sql(f"INSERT INTO {name}.sales.orders VALUES (4, 'd')")
+        assert world.catalog("alice").load_table("sales.orders").scan().to_arrow().num_rows == 3
+    finally:
+        world.revoke("bob", "select", f"table:{orders}")
