@@ -111,6 +111,9 @@ class Authorizer(Protocol):
     """
 
     name: str
+    # True for an authorizer that allows everything (the built-in allow-all): the host then asks
+    # nothing and records nothing. Read with ``getattr(..., False)``, so plugins may leave it out.
+    allows_all: bool
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool: ...
 

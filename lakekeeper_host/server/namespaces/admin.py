@@ -25,7 +25,7 @@ from typing import Any
 
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, namespace_not_empty, not_found
 from lakekeeper_host.server import events
-from lakekeeper_host.server.authorize import deleted, moved
+from lakekeeper_host.server.authorize import authorize, authorize_warehouse, checking_actor, deleted, moved
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import namespace_admin as ns_store
@@ -202,6 +202,7 @@ async def move_namespace(
     Contained tables and views keep their ids and locations.
     """
     target = _validate_destination(state, destination)
+    await _authorize_destination(state, meta, warehouse, target)
     async with state.store.transaction() as tx:
         row = await ns_store.get_namespace_row(tx, warehouse.id, namespace_id)
         if row is None:
@@ -236,6 +237,22 @@ async def move_namespace(
         new_parent = ("namespace", parent_id) if parent_id else ("warehouse", warehouse.id)
         await moved(state, "namespace", namespace_id, new_parent, warehouse.id)
     return _move_result(target, namespace_id, parent_id)
+
+
+async def _authorize_destination(state: AppState, meta: RequestMetadata, warehouse: Any, target: list[str]) -> None:
+    """AUTHZ: a namespace moves only below a parent where the caller may create namespaces (checked
+    before the transaction, so no database lock waits for the authorizer)."""
+    if checking_actor(state, meta) is None:
+        return
+    if len(target) == 1:
+        await authorize_warehouse(state, meta, "create_namespace", warehouse.id)
+        return
+    _, parent_key = encode_name(target[:-1])
+    parent = await ns_store.get_namespace_by_key(state.store, warehouse.id, parent_key)
+    if parent is not None:  # a missing parent is reported by the move itself
+        await authorize(state, meta, "create_namespace", "namespace", parent["id"], warehouse.id,
+                        hidden=not_found(f"Parent namespace {'.'.join(target[:-1])} does not exist",
+                                         "NoSuchNamespaceException"))
 
 
 def _move_result(parts: list[str], namespace_id: str, parent_id: str | None) -> dict[str, Any]:

@@ -281,6 +281,8 @@ async def list_deleted_tabulars(
     rows = await tabular_admin.list_deleted(
         state.store, warehouse.id, namespace_id=namespace_id, after=after, limit=limit
     )
+    next_token = encode_page_token(rows[-1]["deleted_at"], rows[-1]["id"]) if len(rows) == limit else None
+    rows = await visible(state, meta, rows, lambda r: Resource(r["typ"], r["id"], warehouse.id))
     seconds = warehouse.soft_delete_seconds or 0
     items = [
         {
@@ -295,7 +297,6 @@ async def list_deleted_tabulars(
         }
         for row in rows
     ]
-    next_token = encode_page_token(rows[-1]["deleted_at"], rows[-1]["id"]) if len(rows) == limit else None
     return items, next_token
 
 

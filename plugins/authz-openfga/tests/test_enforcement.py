@@ -352,3 +352,30 @@ def test_spark_as_bob_selects_the_granted_table_and_cannot_insert(world: World, 
         assert world.catalog("alice").load_table("sales.orders").scan().to_arrow().num_rows == 3
     finally:
         world.revoke("bob", "select", f"table:{orders}")
+
+
+def test_a_moved_namespace_takes_its_new_parents_grants(world: World) -> None:
+    alice = world.catalog("alice")
+    alice.create_namespace("team")
+    alice.create_namespace("loose")
+    alice.create_table("loose.notes", schema=ROWS.schema)
+    with world.http("alice") as owner:
+        ids = {n: owner.get(f"{world.prefix}/namespaces/{n}", params={"returnUuid": "true"}).json()["namespace-uuid"]
+               for n in ("team", "loose")}
+    world.grant("bob", "select", f"namespace:{ids['team']}")
+    try:
+        with world.http("bob") as bob:
+            assert bob.get(f"{world.prefix}/namespaces/loose/tables/notes").status_code == 404
+            moved = bob.post(f"/management/v1/warehouse/{world.warehouse_id}/namespace/{ids['loose']}/move",
+                             json={"destination": ["team", "loose"]})
+            assert moved.status_code == 404, moved.text  # bob cannot see "loose"
+        with world.http("alice") as owner:
+            moved = owner.post(f"/management/v1/warehouse/{world.warehouse_id}/namespace/{ids['loose']}/move",
+                               json={"destination": ["team", "loose"]})
+            assert moved.status_code == 200, moved.text
+        assert [u for (u, r, o) in world.tuples.keys if r == "parent" and o == f"namespace:{ids['loose']}"] == [
+            f"namespace:{ids['team']}"]
+        table = world.catalog("bob").load_table("team.loose.notes")
+        assert table.name() == ("team", "loose", "notes")
+    finally:
+        world.revoke("bob", "select", f"namespace:{ids['team']}")
