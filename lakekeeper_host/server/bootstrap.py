@@ -66,7 +66,7 @@ async def bootstrap(
     if state.settings.host.enable_default_project:
         project_id = state.settings.host.default_project_id
         await project_store.create_project(state.store, project_id, DEFAULT_PROJECT_NAME)
-        await after_project_created(state, project_id)
+        await after_project_created(state, meta, project_id)
 
 
 def authz_backend_name(configured: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request, forbidden, not_found
-from lakekeeper_host.server.authorize import allowed_actions, is_allowed
+from lakekeeper_host.server.authorize import SEE, allowed_actions, authorize
 from lakekeeper_host.server.projects import resolve_project_id
 from lakekeeper_host.service.authz import ACTIONS, Assignment, Principal, Resource
 from lakekeeper_host.service.request import RequestMetadata
@@ -27,9 +27,6 @@ from lakekeeper_host.store import warehouses as warehouse_store
 
 KINDS = ("server", "project", "warehouse", "namespace", "table", "view", "role")
 MANAGED_ACCESS_KINDS = ("warehouse", "namespace")
-# the action that makes an object visible to the caller: without it the object "does not exist" (404)
-_SEE = {"project": "get_metadata", "warehouse": "get_metadata", "namespace": "get_metadata",
-        "table": "get_metadata", "view": "get_metadata", "role": "read"}
 
 
 # ---------------------------------------------------------------- finding the object
@@ -85,18 +82,14 @@ async def resolve(
 
 async def _require(state: AppState, meta: RequestMetadata, action: str, resource: Resource) -> None:
     """403 when the caller may see the object but not do ``action``; 404 when it may not see it."""
-    if await is_allowed(state, meta, action, resource):
-        return
-    see = _SEE.get(resource.kind)
-    if see is not None and see != action and not await is_allowed(state, meta, see, resource):
-        raise _missing(resource.kind, resource.id)
-    raise forbidden(f"Forbidden: {action.replace('_', ' ')} on {resource.kind} {resource.id}")
+    await authorize(state, meta, action, resource.kind, resource.id, resource.warehouse_id,
+                    hidden=_missing(resource.kind, resource.id))
 
 
 async def _require_visible(state: AppState, meta: RequestMetadata, resource: Resource) -> None:
-    see = _SEE.get(resource.kind)
-    if see is not None and not await is_allowed(state, meta, see, resource):
-        raise _missing(resource.kind, resource.id)
+    see = SEE.get(resource.kind)
+    if see is not None:
+        await _require(state, meta, see, resource)
 
 
 # ---------------------------------------------------------------- assignments as JSON

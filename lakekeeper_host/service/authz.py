@@ -116,6 +116,9 @@ class Authorizer(Protocol):
     """
 
     name: str
+    # True for an authorizer that allows everything (the built-in allow-all): the host then asks
+    # nothing and records nothing. Read with ``getattr(..., False)``, so plugins may leave it out.
+    allows_all: bool
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool: ...
 
@@ -183,6 +186,8 @@ class AuthorizerBase:
     grants of its own answers the permissions API with 501 (Lakekeeper's allow-all does too)."""
 
     name = "base"
+    # True only for an authorizer that allows everything: the host then skips every check
+    allows_all = False
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool:
         raise NotImplementedError
@@ -244,6 +249,7 @@ def _no_grants(backend: str) -> CatalogError:
 
 class AllowAllAuthorizer(AuthorizerBase):
     name = "allowall"
+    allows_all = True
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool:
         return True
