@@ -82,8 +82,8 @@ async def resolve(
 
 async def _require(state: AppState, meta: RequestMetadata, action: str, resource: Resource) -> None:
     """403 when the caller may see the object but not do ``action``; 404 when it may not see it."""
-    await authorize(state, meta, action, resource.kind, resource.id, resource.warehouse_id,
-                    hidden=_missing(resource.kind, resource.id))
+    hidden = _missing(resource.kind, resource.id) if resource.kind in SEE else None
+    await authorize(state, meta, action, resource.kind, resource.id, resource.warehouse_id, hidden=hidden)
 
 
 async def _require_visible(state: AppState, meta: RequestMetadata, resource: Resource) -> None:
