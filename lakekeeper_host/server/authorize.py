@@ -26,6 +26,7 @@ from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import StoragePermission
 
 Row = TypeVar("Row")
+FILTER_CHUNK_MAX = 1000  # rows read per database page while filtering a list
 
 # the action that decides whether a caller may see an object of a kind at all
 SEE = {"project": "get_metadata", "warehouse": "get_metadata", "namespace": "get_metadata",
@@ -156,10 +157,11 @@ async def visible_page(
         rows = await fetch(after, limit + 1)
         return rows[:limit], len(rows) > limit
     found: list[Row] = []
+    chunk = limit
     while True:
-        rows = await fetch(after, limit + 1)
-        more_rows = len(rows) > limit
-        rows = rows[:limit]
+        rows = await fetch(after, chunk + 1)
+        more_rows = len(rows) > chunk
+        rows = rows[:chunk]
         for row in await visible(state, meta, rows, resource, action):
             if len(found) == limit:
                 return found, True
@@ -169,6 +171,8 @@ async def visible_page(
         if len(found) == limit:
             return found, True
         after = key(rows[-1])
+        # a sparse view (a user who sees few rows) reads ever larger database pages: fewer round trips
+        chunk = min(chunk * 2, max(limit, FILTER_CHUNK_MAX))
 
 
 async def data_permission(
