@@ -122,7 +122,8 @@ class OpenFgaAuthorizer(AuthorizerBase):
 
     def bind_metrics(self, metrics) -> None:
         """Count cache lookups as ``lakekeeper_cache_requests_total{cache="authz-check",result}``."""
-        self.cache.on_lookup = lambda result: metrics.cache.labels("authz-check", result).inc()
+        counters = {result: metrics.cache.labels("authz-check", result) for result in ("hit", "miss")}
+        self.cache.on_lookup = lambda result, count: counters[result].inc(count)
 
     async def health(self) -> bool:
         await self.client.get_store()
@@ -137,14 +138,13 @@ class OpenFgaAuthorizer(AuthorizerBase):
             return f"role:{actor.assumed_role}#assignee"
         return fga_user_id(actor.user_id)
 
-    def _plan(self, actor: Actor, action: str, resource: Resource) -> bool | CheckKey:
+    def _plan(self, actor: Actor, subject: str | None, action: str, resource: Resource) -> bool | CheckKey:
         """A decision without OpenFGA (True/False), or the check that decides.
 
         Instance admins (``LAKEKEEPER__INSTANCE_ADMINS``) are the host's business
         (``lakekeeper_host.server.authorize``): this authorizer answers from the tuples alone."""
         if action not in ACTIONS.get(resource.kind, ()):
             raise ValueError(f"unknown action {action!r} for a {resource.kind!r}")
-        subject = self._subject(actor)
         if subject is None:
             return False
         if resource.kind == "user":
@@ -184,7 +184,8 @@ class OpenFgaAuthorizer(AuthorizerBase):
         return [action for action, ok in zip(wanted, decisions, strict=True) if ok]
 
     async def _decide(self, actor: Actor, questions: Sequence[tuple[str, Resource]]) -> list[bool]:
-        plans = [self._plan(actor, action, resource) for action, resource in questions]
+        subject = self._subject(actor)
+        plans = [self._plan(actor, subject, action, resource) for action, resource in questions]
         keys = [p for p in plans if not isinstance(p, bool)]
         if keys and actor.assumed_role:
             membership = (fga_user_id(actor.user_id), "can_assume", f"role:{actor.assumed_role}")
@@ -195,14 +196,9 @@ class OpenFgaAuthorizer(AuthorizerBase):
 
     async def _checks(self, keys: Sequence[CheckKey]) -> list[bool]:
         """Answer checks: from the cache, else one check, else batch checks of at most the batch size."""
-        results: dict[CheckKey, bool] = {}
-        missing: list[CheckKey] = []
-        for key in dict.fromkeys(keys):
-            cached = self.cache.get(key)
-            if cached is None:
-                missing.append(key)
-            else:
-                results[key] = cached
+        unique = list(dict.fromkeys(keys))
+        results = self.cache.get_many(unique)
+        missing = [key for key in unique if key not in results]
         generation = self.cache.generation
         if len(missing) == 1:
             user, relation, obj = missing[0]
