@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 
@@ -24,6 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--snapshot-points", help="comma list of snapshot counts for the snapshots curve")
     run.add_argument("--list-points", help="comma list of table counts for the list-tables curve")
     run.add_argument("--samples", type=int, help="sequential requests per curve point")
+    authz = commands.add_parser("authz", help="loadTable and list-tables with the OpenFGA authorizer vs allow-all")
+    authz.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    authz.add_argument("--tables", type=int, default=1000)
+    authz.add_argument("--seconds", type=float, default=15.0, help="loadTable duration per authorizer")
+    authz.add_argument("--samples", type=int, default=20, help="list pages timed per authorizer")
     commands.add_parser("setup-peers", help="install lakana-server into its own venv (for the lakana peer)")
     commands.add_parser("report", help="rewrite RESULTS.md and plots from a result JSON").add_argument("json")
     args = parser.parse_args(argv)
@@ -31,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench.run import main_run
 
         return main_run(args)
+    if args.command == "authz":
+        from bench.authz import run
+
+        print(json.dumps(run(args.backend, tables=args.tables, seconds=args.seconds, samples=args.samples)["summary"]))
+        return 0
     if args.command == "setup-peers":
         from bench.peers import setup_lakana
 

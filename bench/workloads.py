@@ -863,3 +863,25 @@ async def ui_pages(target: dict[str, Any], *, namespace: list[str], samples: int
             rows[label] = {**summarize_latencies(latencies), "html_kb": round(max(sizes) / 1024, 1)}
     return {"tables": listed, "pages_of_tables": len(tokens), "page_size": page_size, "samples": samples,
             "pages": rows}
+
+
+# ---------------------------------------------------------------------------------------------
+# authorization: a filtered list page (bench/authz.py)
+
+
+async def list_page_latency(target: dict[str, Any], *, namespace: list[str], page_size: int = 100,
+                            samples: int = 20) -> dict[str, Any]:
+    """Sequential first pages of listTables: the first request alone (cold caches) and the rest;
+    ``listed`` is how many identifiers the page held."""
+    latencies: list[float] = []
+    listed = None
+    async with RestCatalogClient(target, concurrency=1) as client:
+        for _ in range(samples + 1):
+            start = time.perf_counter()
+            status, payload = await client.list_tables(namespace, page_size=page_size, op="list_tables_first_page")
+            latencies.append(time.perf_counter() - start)
+            if status != 200:
+                raise RuntimeError(f"listTables -> {status}: {payload[:300]!r}")
+            listed = len(json.loads(payload).get("identifiers", []))
+    return {"first_request_ms": round(latencies[0] * 1000, 3), "listed": listed, "page_size": page_size,
+            **summarize_latencies(latencies[1:])}

@@ -23,6 +23,7 @@ from lakekeeper_host import __version__
 from lakekeeper_host.api import idempotency as idempotency_api
 from lakekeeper_host.api import reads
 from lakekeeper_host.api.common import json_response, state
+from lakekeeper_host.api.management_permissions import PERMISSION_MANAGED_ACCESS, PERMISSION_OBJECTS
 from lakekeeper_host.api.openapi_schemas import Schemas, reachable
 from lakekeeper_host.errors import not_found
 
@@ -131,6 +132,12 @@ PARAMETERS: dict[str, dict[str, Any]] = {
     "createdBefore": _query("created-before", {"type": "string", "format": "date-time"},
                             "Only reports received before this instant"),
     "numAttempts": _query("numAttempts", {"type": "integer", "minimum": 0}, "How many past attempts to include"),
+    "principalUser": _query("principalUser", {"type": "string"},
+                            "Show the access of this user instead of the caller's (needs read_assignments)"),
+    "principalRole": _query("principalRole", {"type": "string"},
+                            "Show the access of this role's assignees (needs read_assignments)"),
+    "relations": _query("relations", _LIST_OF_STRINGS, "Only assignments of these relations (repeated or "
+                        "comma-separated)"),
     # headers
     "projectIdHeader": _header("x-project-id", "Project to act in (default: the server's default project)"),
     "accessDelegation": _header(
@@ -177,6 +184,9 @@ QUERY: dict[str, tuple[str, ...]] = {
     "metrics_reports.list_table_metrics": ("reportType", "snapshotId", "createdAfter", "createdBefore", *_PAGING),
     "management_tasks.get_task": ("numAttempts",),
     "management_tasks.get_project_task": ("numAttempts",),
+    **{f"management_permissions.{name}_access": ("principalUser", "principalRole")
+       for name in PERMISSION_OBJECTS},
+    **{f"management_permissions.{name}_assignments": ("relations",) for name in PERMISSION_OBJECTS},
 }
 # handlers that read X-Iceberg-Access-Delegation (they vend credentials or sign for the table)
 ACCESS_DELEGATION = frozenset({
@@ -199,6 +209,7 @@ SUCCESS: dict[str, tuple[int, ...]] = {
         "management_users.remove_role_member", "management_warehouses.delete_warehouse",
         "management_warehouses.deactivate_warehouse", "management_warehouses.activate_warehouse",
         "management_warehouses.undrop_tabulars",
+        *(f"management_permissions.{name}_update_assignments" for name in PERMISSION_OBJECTS),
     ), (204,)),
     **dict.fromkeys(("management.create_project", "management_users.create_role",
                      "management_warehouses.create_warehouse"), (201,)),
@@ -238,6 +249,11 @@ REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
         ("lakekeeper_host.server.warehouses.storage", "UpdateCredential"),
     ),
     "management_maintenance.set_table_maintenance": ("lakekeeper_host.spark_maintenance", "MaintenancePolicy"),
+    **{f"management_permissions.{name}_update_assignments": "UpdateAssignmentsRequest"
+       for name in PERMISSION_OBJECTS},
+    **{f"management_permissions.{name}_set_managed_access": "SetManagedAccessRequest"
+       for name in PERMISSION_MANAGED_ACCESS},
+    "management_permissions.check": "CheckRequest",
 }
 # endpoint -> the schema of its answer (Schemas.named): a pyiceberg model, what PyIceberg's
 # RestCatalog parses, or one of the Management API's answers
@@ -276,6 +292,11 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
     "scan_planning.plan_table_scan": ("PlanCompleted", "PlanSubmitted"),
     "scan_planning.fetch_planning_result": ("PlanCompleted", "PlanSubmitted", "PlanCancelled", "PlanFailed"),
     "scan_planning.fetch_scan_tasks": "ScanTasks",
+    **{f"management_permissions.{name}_access": "AllowedActions" for name in PERMISSION_OBJECTS},
+    **{f"management_permissions.{name}_assignments": "Assignments" for name in PERMISSION_OBJECTS},
+    **{f"management_permissions.{name}_{op}": "ManagedAccess"
+       for name in PERMISSION_MANAGED_ACCESS for op in ("properties", "managed_access")},
+    "management_permissions.check": "CheckResponse",
 }
 _STRUCTURED = re.compile(r"structure_body\(\s*await json_body\(\)\s*,\s*([\w.]+)\s*\)")
 

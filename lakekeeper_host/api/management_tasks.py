@@ -9,8 +9,8 @@ from quart import Blueprint
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, optional_json_body, query_int, state
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server import tasks
-from lakekeeper_host.server.authorize import authorize
-from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.authorize import authorize_warehouse
+from lakekeeper_host.server.projects import authorize_project, resolve_project_id
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.store.tasks import TaskLogRow, TaskRow
 
@@ -100,13 +100,13 @@ def details_json(current: TaskRow | TaskLogRow, attempts: list[TaskLogRow]) -> d
 
 async def _warehouse_scope(warehouse_id: str, action: str) -> tuple[str, str]:
     warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
-    await authorize(state(), metadata(), action, "warehouse", warehouse.id)
+    await authorize_warehouse(state(), metadata(), action, warehouse.id)
     return warehouse.project_id, warehouse.id
 
 
 async def _project_scope(action: str) -> str:
     project_id = resolve_project_id(state(), metadata().project_id)
-    await authorize(state(), metadata(), action, "project", project_id)
+    await authorize_project(state(), metadata(), action, project_id)
     return project_id
 
 

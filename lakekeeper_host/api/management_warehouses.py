@@ -17,16 +17,17 @@ from lakekeeper_host.api.common import (
     query_int,
     state,
 )
-from lakekeeper_host.errors import bad_request
+from lakekeeper_host.errors import bad_request, not_found
 from lakekeeper_host.serde import iso_timestamp, structure_body
 from lakekeeper_host.server import statistics, warehouses
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, authorize_warehouse, visible
 from lakekeeper_host.server.namespaces import admin as namespace_admin
-from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.projects import authorize_project, resolve_project_id
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.server.tabulars import deletion, protection
 from lakekeeper_host.server.tabulars.protection import get_tabular_protection, protection_json, set_tabular_protection
 from lakekeeper_host.server.warehouses.create import CreateWarehouse
+from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.warehouses import WarehouseRow
 
@@ -101,15 +102,18 @@ async def list_warehouses():
         if status not in WAREHOUSE_STATUSES:
             raise bad_request(f"Query parameter warehouseStatus must be active or inactive, got {status!r}")
     project = project_id(request.args.get("projectId"))
-    await authorize(state(), metadata(), "list_warehouses", "project", project)
-    warehouses = await warehouse_store.list_warehouses(state().store, project, statuses)
+    await authorize_project(state(), metadata(), "list_warehouses", project)
+    warehouses = await visible(
+        state(), metadata(), await warehouse_store.list_warehouses(state().store, project, statuses),
+        lambda w: Resource("warehouse", w.id, w.id),
+    )
     return json_response({"warehouses": [warehouse_json(w) for w in warehouses]})
 
 
 @blueprint.get("/warehouse/<warehouse_id>")
 async def get_warehouse(warehouse_id: str):
     warehouse = await require_warehouse(state(), warehouse_id)
-    await authorize(state(), metadata(), "get_metadata", "warehouse", warehouse.id)
+    await authorize_warehouse(state(), metadata(), "get_metadata", warehouse.id)
     return json_response(warehouse_json(warehouse))
 
 
@@ -156,7 +160,7 @@ async def set_format_version_policy(warehouse_id: str):
 @blueprint.get("/warehouse/<warehouse_id>/protection")
 async def get_warehouse_protection(warehouse_id: str):
     warehouse = await require_warehouse(state(), warehouse_id)
-    await authorize(state(), metadata(), "get_metadata", "warehouse", warehouse.id)
+    await authorize_warehouse(state(), metadata(), "get_metadata", warehouse.id)
     return json_response(protection_json(warehouse.protected, warehouse.updated_at))
 
 
@@ -208,7 +212,7 @@ async def validate_storage_access(warehouse_id: str):
 @blueprint.get("/warehouse/<warehouse_id>/statistics")
 async def warehouse_statistics(warehouse_id: str):
     warehouse = await require_warehouse(state(), warehouse_id)
-    await authorize(state(), metadata(), "get_metadata", "warehouse", warehouse.id)
+    await authorize_warehouse(state(), metadata(), "get_metadata", warehouse.id)
     token = request.args.get("page_token") or request.args.get("pageToken")
     size = query_int("page_size") or query_int("pageSize")
     return json_response(await statistics.warehouse_statistics(state(), warehouse.id, token, size))
@@ -236,9 +240,10 @@ async def list_deleted_tabulars(warehouse_id: str):
 async def undrop_tabulars(warehouse_id: str):
     body = structure_body(await json_body(), UndropRequest)
     warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
-    await authorize(state(), metadata(), "use", "warehouse", warehouse.id)
+    await authorize_warehouse(state(), metadata(), "use", warehouse.id)
     for target in body.targets:
-        await authorize(state(), metadata(), "undrop", target.type, target.id, warehouse.id)
+        await authorize(state(), metadata(), "undrop", target.type, target.id, warehouse.id,
+                        hidden=not_found(f"{target.type.title()} {target.id} not found", "TabularNotFound"))
     await deletion.undrop_tabulars(state(), metadata(), warehouse, body.targets)
     return empty(204)
 
@@ -302,7 +307,8 @@ async def move_namespace(warehouse_id: str, namespace_id: str):
     if not isinstance(force, bool):
         raise bad_request("Invalid request body: expected bool @ body.force")
     warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
-    await authorize(state(), metadata(), "move", "namespace", namespace_id, warehouse.id)
+    await authorize(state(), metadata(), "move", "namespace", namespace_id, warehouse.id,
+                    hidden=not_found(f"Namespace {namespace_id} does not exist", "NoSuchNamespaceException"))
     result = await namespace_admin.move_namespace(
         state(), metadata(), warehouse, namespace_id, body["destination"], force=force
     )

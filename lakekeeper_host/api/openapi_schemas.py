@@ -291,4 +291,58 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
                        "created-at": {"type": "string", "format": "date-time"}, "updated-at": _INSTANT_OR_NULL},
     },
     "RoleList": _list_of("roles", "Role"),
+    # the permissions API (Lakekeeper's authz-openfga router)
+    "AllowedActions": {
+        "type": "object", "required": ["allowed-actions"],
+        "description": "The actions (lakekeeper_host.service.authz.ACTIONS of the object's kind) allowed",
+        "properties": {"allowed-actions": _STRINGS},
+    },
+    "Assignment": {
+        "type": "object", "required": ["type"],
+        "description": "A relation held by a user or by a role's assignees (exactly one of user, role)",
+        "properties": {"type": {"type": "string", "description": "ownership, select, describe, modify, ..."},
+                       "user": {"type": "string"}, "role": {"type": "string", "format": "uuid"}},
+        "oneOf": [{"required": ["user"]}, {"required": ["role"]}],
+    },
+    "Assignments": {
+        "type": "object", "required": ["assignments"],
+        "properties": {"assignments": {"type": "array", "items": ref("Assignment")}},
+    },
+    "UpdateAssignmentsRequest": {
+        "type": "object",
+        "properties": {"writes": {"type": "array", "items": ref("Assignment")},
+                       "deletes": {"type": "array", "items": ref("Assignment")}},
+    },
+    "ManagedAccess": {
+        "type": "object", "required": ["managed-access"],
+        "properties": {"managed-access": {"type": "boolean"}, "managed-access-inherited": {"type": "boolean"}},
+    },
+    "SetManagedAccessRequest": {
+        "type": "object", "required": ["managed-access"], "properties": {"managed-access": {"type": "boolean"}},
+    },
+    "CheckRequest": {
+        "type": "object", "required": ["operation"],
+        "properties": {
+            "identity": {"description": "Whom to check for (default: the caller)",
+                         "oneOf": [{"type": "object", "required": ["user"], "properties": {"user": {"type": "string"}}},
+                                   {"type": "object", "required": ["role"], "properties": {"role": {"type": "string"}}},
+                                   {"type": "null"}]},
+            "operation": {
+                "type": "object", "minProperties": 1, "maxProperties": 1,
+                "description": "One of server, project, warehouse, namespace, table, view, role: the action and "
+                               "the object (by id, or tables/views/namespaces by warehouse-id + namespace + name)",
+                "additionalProperties": {
+                    "type": "object", "required": ["action"],
+                    "properties": {"action": {"type": "string"}, "project-id": {"type": "string"},
+                                   "warehouse-id": {"type": "string"}, "namespace-id": {"type": "string"},
+                                   "namespace": _STRINGS, "table-id": {"type": "string"},
+                                   "view-id": {"type": "string"}, "role-id": {"type": "string"},
+                                   "table": {"type": "string"}, "view": {"type": "string"}},
+                },
+            },
+        },
+    },
+    "CheckResponse": {
+        "type": "object", "required": ["allowed"], "properties": {"allowed": {"type": "boolean"}},
+    },
 }  # fmt: skip

@@ -140,7 +140,7 @@ class HostConfig:
     # production: refuse to start on the embedded SQLite when no PostgreSQL is configured
     require_postgres: bool = False
     trace_plugins: bool = False
-    # user ids that administer the server
+    # user ids (JSON list) allowed every control-plane action whatever the authorizer says; never data access
     instance_admins: tuple[str, ...] = ()
     # embedded default: where SQLite and the `demo` file warehouse live
     data_dir: str = "lakekeeper-data"

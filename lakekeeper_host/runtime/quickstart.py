@@ -21,7 +21,12 @@ async def embedded_quickstart(state: AppState) -> None:
     """Idempotent: safe on every start and when several workers start at once."""
 
     host = state.settings.host
-    await mark_bootstrapped(state.store)
+    if getattr(state.authorizer, "allows_all", False):
+        await mark_bootstrapped(state.store)
+    else:
+        # an authorizer with grants needs an admin: POST /management/v1/bootstrap makes its caller one
+        # (and the default project's admin), so the server stays open for it
+        log.info("the %r authorizer waits for POST /management/v1/bootstrap", state.authorizer.name)
     project_id = host.default_project_id
     await project_store.create_project(state.store, project_id, "Default Project")
 

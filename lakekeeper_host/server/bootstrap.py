@@ -66,7 +66,13 @@ async def bootstrap(
     if state.settings.host.enable_default_project:
         project_id = state.settings.host.default_project_id
         await project_store.create_project(state.store, project_id, DEFAULT_PROJECT_NAME)
-        await after_project_created(state, project_id)
+        await after_project_created(state, meta, project_id)
+
+
+def authz_backend_name(configured: str) -> str:
+    """Lakekeeper's spelling in ``/management/v1/info``: ``allow-all`` for the built-in, else the
+    authorizer's name (``openfga``)."""
+    return "allow-all" if configured.lower() in ("allowall", "allow-all") else configured
 
 
 async def server_info(state: AppState) -> dict[str, Any]:
@@ -78,7 +84,7 @@ async def server_info(state: AppState) -> dict[str, Any]:
         "server-id": server.server_id,
         "bootstrapped": server.bootstrapped,
         "default-project-id": host.default_project_id if host.enable_default_project else None,
-        "authz-backend": host.authz_backend,
+        "authz-backend": authz_backend_name(host.authz_backend),
         "aws-system-identities-enabled": host.enable_aws_system_credentials,
         "azure-system-identities-enabled": host.enable_azure_system_credentials,
         "gcp-system-identities-enabled": host.enable_gcp_system_credentials,

@@ -96,7 +96,8 @@ async def get_config(
     if warehouse is None or not warehouse.is_active:
         raise no_such_warehouse(f"Warehouse {name} not found")
     # ------------------------------------------------ AUTHZ
-    await authorize(state, meta, "get_config", "warehouse", warehouse.id, warehouse.id)
+    await authorize(state, meta, "get_config", "warehouse", warehouse.id, warehouse.id,
+                    hidden=no_such_warehouse(f"Warehouse {name} not found"))
     # ------------------------------------------------ BUSINESS LOGIC
     storage = await state.storage_for(warehouse)
     defaults = {

@@ -34,7 +34,7 @@ from lakekeeper_host.config.types import Secret
 from lakekeeper_host.errors import bad_request, not_found
 from lakekeeper_host.registry import TaskQueueSpec
 from lakekeeper_host.serde import WIRE, iso_timestamp
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize_warehouse
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.server.tabulars.deletion import entity_name
 from lakekeeper_host.server.tasks import Reschedule, TaskContext
@@ -342,7 +342,7 @@ async def _table_policy_json(state: AppState, project_id: str, warehouse_id: str
 
 async def get_table_policy(state: AppState, meta: RequestMetadata, warehouse_id: str, table_id: str) -> dict[str, Any]:
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "get_task_queue_config", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "get_task_queue_config", warehouse.id)
     table = await _require_table(state, warehouse.id, table_id)
     return await _table_policy_json(state, warehouse.project_id, warehouse.id, table.id)
 
@@ -352,7 +352,7 @@ async def set_table_policy(
 ) -> dict[str, Any]:
     """VALIDATIONS: the override alone names a bad field; AUTHZ: warehouse queue config rights."""
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "modify_task_queue_config", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "modify_task_queue_config", warehouse.id)
     table = await _require_table(state, warehouse.id, table_id)
     parse_policy(body)
     async with state.store.transaction() as tx:
@@ -364,7 +364,7 @@ async def set_table_policy(
 
 async def delete_table_policy(state: AppState, meta: RequestMetadata, warehouse_id: str, table_id: str) -> None:
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "modify_task_queue_config", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "modify_task_queue_config", warehouse.id)
     table = await _require_table(state, warehouse.id, table_id)
     async with state.store.transaction() as tx:
         await maintenance_store.delete_override(tx, table.id)
@@ -395,7 +395,7 @@ async def run_now(
     the run will be, so a caller can wait for exactly that attempt.
     """
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "control_all_tasks", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "control_all_tasks", warehouse.id)
     if table_ids is None:
         live = await maintenance_store.list_live_tables(state.store, warehouse.id)
         tables = [(t.id, t.namespace_id, t.name) for t in live]

@@ -7,7 +7,8 @@ from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.ids import new_id
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, created, deleted, visible
+from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import projects as project_store
@@ -39,17 +40,19 @@ def project_not_found(project_id: str) -> CatalogError:
 
 
 async def authorize_project(state: AppState, meta: RequestMetadata, action: str, project_id: str) -> None:
-
-    await authorize(state, meta, action, "project", project_id)
+    """:func:`authorize` on a project: a project the caller may not see is "not found"."""
+    await authorize(state, meta, action, "project", project_id, hidden=project_not_found(project_id))
 
 
 # ---------------------------------------------------------------- new projects (bootstrap: server/server_admin.py)
 
 
-async def after_project_created(state: AppState, project_id: str) -> None:
+async def after_project_created(state: AppState, meta: RequestMetadata, project_id: str) -> None:
+    """A new project's housekeeping task; the authorizer makes its creator the project admin."""
     from lakekeeper_host.server.tasks import ensure_task_log_cleanup
 
     await ensure_task_log_cleanup(state, project_id)
+    await created(state, meta, "project", project_id, None)
 
 
 # ---------------------------------------------------------------- CRUD
@@ -65,7 +68,7 @@ async def create_project(state: AppState, meta: RequestMetadata, name: str, expl
     await authorize(state, meta, "create_project", "server", state.server_id or "server")
     if not await project_store.create_project(state.store, project_id, name):
         raise CatalogError(409, "ProjectIdAlreadyExists", f"Project {project_id} already exists")
-    await after_project_created(state, project_id)
+    await after_project_created(state, meta, project_id)
     return project_id
 
 
@@ -79,15 +82,7 @@ async def get_project(state: AppState, meta: RequestMetadata, project_id: str) -
 
 async def list_projects(state: AppState, meta: RequestMetadata) -> list[ProjectRow]:
     projects = await project_store.list_projects(state.store)
-    actor = getattr(meta, "actor", None)
-    if actor is None or not projects:
-        return projects
-    from lakekeeper_host.service.authz import Resource
-
-    allowed = await state.authorizer.are_allowed(
-        actor, "include_in_list", [Resource("project", p.id) for p in projects]
-    )
-    return [p for p, ok in zip(projects, allowed, strict=True) if ok]
+    return await visible(state, meta, projects, lambda p: Resource("project", p.id))
 
 
 async def rename_project(state: AppState, meta: RequestMetadata, project_id: str, new_name: Any) -> None:
@@ -111,3 +106,4 @@ async def delete_project(state: AppState, meta: RequestMetadata, project_id: str
         await task_store.delete_project_tasks(tx, project_id)
         await stats_store.delete_project_statistics(tx, project_id)
         await project_store.delete_project(tx, project_id)
+    await deleted(state, "project", [project_id])

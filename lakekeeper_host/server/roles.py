@@ -17,6 +17,7 @@ from attrs import evolve, frozen
 from lakekeeper_host.errors import CatalogError, bad_request, conflict, not_found
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.serde import iso_timestamp
+from lakekeeper_host.server.authorize import authorize, created, deleted, visible_page
 from lakekeeper_host.server.projects import resolve_project_id
 from lakekeeper_host.server.users import (
     SEARCH_LIMIT,
@@ -163,10 +164,14 @@ def _project(state: AppState, meta: RequestMetadata, explicit: str | None = None
 async def _role_in_project(db, role_id: str, project_id: str) -> RoleRow:
     role = await role_store.get_role(db, parse_role_id(role_id), project_id)
     if role is None:
-        raise not_found(
-            f"A role with id '{role_id}' does not exist in project with id '{project_id}'", "RoleNotFoundInProject"
-        )
+        raise _role_not_found(role_id, project_id)
     return role
+
+
+def _role_not_found(role_id: str, project_id: str) -> CatalogError:
+    return not_found(
+        f"A role with id '{role_id}' does not exist in project with id '{project_id}'", "RoleNotFoundInProject"
+    )
 
 
 async def _conflict_for(db, project_id: str, name: str, provider_id: str, source_id: str, except_id: str | None = None):
@@ -210,13 +215,14 @@ async def create_role(state: AppState, meta: RequestMetadata, body: CreateRoleRe
             raise await _conflict_for(tx, project_id, body.name, provider_id, source_id) or conflict(
                 "Role already exists", "RoleAlreadyExists"
             )
+    await created(state, meta, "role", role.id, ("project", project_id))
     return role
 
 
 async def get_role(state: AppState, meta: RequestMetadata, role_id: str) -> RoleRow:
     project_id = _project(state, meta)
     role = await _role_in_project(state.store, role_id, project_id)
-    await require_allowed(state, meta.actor, "read", Resource("role", role.id))
+    await authorize(state, meta, "read", "role", role.id, hidden=_role_not_found(role_id, project_id))
     return role
 
 
@@ -248,14 +254,15 @@ async def list_roles(
     # ---- AUTHZ ----
     await require_allowed(state, meta.actor, "list_roles", Resource("project", project_id))
     # ---- BUSINESS LOGIC ----
-    rows = await role_store.list_roles(
-        state.store, project_id, role_ids=ids, source_ids=source_ids, provider_ids=provider_ids,
-        after=after, limit=limit + 1,
-    )
-    next_token = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        next_token = encode_page_token(rows[-1].created_at, rows[-1].id)
+    async def fetch(key: tuple[int, str] | None, n: int) -> list[RoleRow]:
+        return await role_store.list_roles(
+            state.store, project_id, role_ids=ids, source_ids=source_ids, provider_ids=provider_ids,
+            after=key, limit=n,
+        )
+
+    rows, more = await visible_page(state, meta, fetch, lambda r: (r.created_at, r.id),
+                                    lambda r: Resource("role", r.id), after=after, limit=limit, action="read")
+    next_token = encode_page_token(rows[-1].created_at, rows[-1].id) if more and rows else None
     return rows, next_token
 
 
@@ -316,6 +323,7 @@ async def delete_role(state: AppState, meta: RequestMetadata, role_id: str) -> N
         await require_allowed(state, meta.actor, "delete", Resource("role", role.id))
         await role_store.lock_memberships(tx, project_id)
         await role_store.delete_role(tx, project_id, role.id)
+    await deleted(state, "role", [role.id])
 
 
 def _refuse_system(role: RoleRow) -> None:

@@ -15,6 +15,7 @@ from attrs import frozen
 
 from lakekeeper_host.errors import CatalogError, bad_request, conflict, forbidden, not_found
 from lakekeeper_host.serde import iso_timestamp
+from lakekeeper_host.server.authorize import actor_allowed, deleted, is_instance_admin
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token, page_size
 from lakekeeper_host.server.security.authn import IDP_SEPARATOR, MAX_SUBJECT_LENGTH, principal_type
 from lakekeeper_host.service.authz import Actor, Resource
@@ -64,8 +65,10 @@ def keyset_after(token: str | None) -> tuple[int, str] | None:
     return decode_page_token(token, int, str)
 
 
-async def require_allowed(state: AppState, actor: Actor, action: str, resource: Resource) -> None:
-    if not await state.authorizer.is_allowed(actor, action, resource):
+async def require_allowed(state: AppState, actor: Actor | None, action: str, resource: Resource) -> None:
+    if actor is None or getattr(state.authorizer, "allows_all", False):
+        return
+    if not await actor_allowed(state, actor, action, resource):
         raise forbidden(f"Forbidden: {action} on {resource.kind} {resource.id}")
 
 
@@ -241,8 +244,7 @@ async def whoami(state: AppState, meta: RequestMetadata) -> dict[str, Any]:
             "GET /catalog/v1/config or by POST /management/v1/user.",
             "UserNotFound",
         )
-    is_admin = actor.assumed_role is None and actor.user_id in state.settings.host.instance_admins
-    return {**user_json(user), "is-instance-admin": is_admin}
+    return {**user_json(user), "is-instance-admin": is_instance_admin(state, actor)}
 
 
 async def list_users(
@@ -265,7 +267,8 @@ async def list_users(
 async def search_users(state: AppState, meta: RequestMetadata, body: SearchRequest) -> list[UserRow]:
     """Best matches first: exact name/id/email, then prefix, then substring (64 chars at most)."""
     # ---- AUTHZ ----
-    await require_allowed(state, meta.actor, "search_users", _server_resource(state))
+    # Lakekeeper: searching users is allowed to whoever may list them
+    await require_allowed(state, meta.actor, "list_users", _server_resource(state))
     # ---- BUSINESS LOGIC ----
     text = body.search[:SEARCH_MAX_CHARS].strip()
     if not text:
@@ -319,4 +322,5 @@ async def delete_user(state: AppState, meta: RequestMetadata, user_id: str) -> N
         removed_from = await user_store.delete_user(tx, user_id)
     if removed_from is None:
         raise not_found(f"User with id {user_id} not found.", "UserNotFound")
+    await deleted(state, "user", [user_id])
     _forget(state, user_id)

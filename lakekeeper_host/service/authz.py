@@ -84,6 +84,11 @@ ACTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+# What Lakekeeper calls data access: instance admins (LAKEKEEPER__INSTANCE_ADMINS) pass every other
+# check (the control plane), never these.
+DATA_PLANE_ACTIONS = frozenset({("table", "read_data"), ("table", "write_data"), ("view", "select")})
+
+
 @frozen
 class Principal:
     """Who a grant or a check on behalf of someone is about: a user or a role (its assignees)."""
@@ -111,6 +116,9 @@ class Authorizer(Protocol):
     """
 
     name: str
+    # True for an authorizer that allows everything (the built-in allow-all): the host then asks
+    # nothing and records nothing. Read with ``getattr(..., False)``, so plugins may leave it out.
+    allows_all: bool
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool: ...
 
@@ -147,6 +155,13 @@ class Authorizer(Protocol):
         """The actions of ``ACTIONS[resource.kind]`` that ``actor`` may perform on ``resource``."""
         ...
 
+    async def principal_allowed_actions(
+        self, principal: Principal, resource: Resource, actions: Sequence[str] | None = None
+    ) -> list[str]:
+        """What a user or role (its assignees) may do on ``resource``, of ``actions`` (default: the
+        kind's vocabulary): the permissions API asked about someone else."""
+        ...
+
     async def read_assignments(self, resource: Resource, relations: Sequence[str] | None = None) -> list[Assignment]:
         """The direct grants on ``resource`` (only ``relations`` when given)."""
         ...
@@ -171,6 +186,8 @@ class AuthorizerBase:
     grants of its own answers the permissions API with 501 (Lakekeeper's allow-all does too)."""
 
     name = "base"
+    # True only for an authorizer that allows everything: the host then skips every check
+    allows_all = False
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool:
         raise NotImplementedError
@@ -195,8 +212,20 @@ class AuthorizerBase:
 
     async def allowed_actions(self, actor: Actor, resource: Resource) -> list[str]:
         actions = ACTIONS.get(resource.kind, ())
-        allowed = await asyncio.gather(*(self.is_allowed(actor, action, resource) for action in actions))
+        allowed = await self._check_actions(actor, resource, actions)
         return [action for action, ok in zip(actions, allowed, strict=True) if ok]
+
+    async def principal_allowed_actions(
+        self, principal: Principal, resource: Resource, actions: Sequence[str] | None = None
+    ) -> list[str]:
+        if principal.kind != "user":
+            raise _no_grants(self.name)
+        wanted = ACTIONS.get(resource.kind, ()) if actions is None else actions
+        allowed = await self._check_actions(Actor(user_id=principal.id), resource, wanted)
+        return [action for action, ok in zip(wanted, allowed, strict=True) if ok]
+
+    async def _check_actions(self, actor: Actor, resource: Resource, actions: Sequence[str]) -> list[bool]:
+        return list(await asyncio.gather(*(self.is_allowed(actor, action, resource) for action in actions)))
 
     async def read_assignments(self, resource: Resource, relations: Sequence[str] | None = None) -> list[Assignment]:
         raise _no_grants(self.name)
@@ -220,9 +249,13 @@ def _no_grants(backend: str) -> CatalogError:
 
 class AllowAllAuthorizer(AuthorizerBase):
     name = "allowall"
+    allows_all = True
 
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool:
         return True
 
     async def are_allowed(self, actor, action, resources):
         return [True] * len(resources)
+
+    async def principal_allowed_actions(self, principal, resource, actions=None):
+        return list(ACTIONS.get(resource.kind, ()) if actions is None else actions)

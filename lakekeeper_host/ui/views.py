@@ -461,7 +461,7 @@ async def namespace(warehouse_id: str):
         return redirect(url_for("console.warehouse", warehouse_id=warehouse_id))
     segment = encode_namespace(parts)
     name = details["name"]
-    properties = await api().catalog("GET", name, f"/namespaces/{segment}")
+    properties = await api().catalog("GET", name, f"/namespaces/{segment}", returnUuid="true")
     tables = await api().catalog("GET", name, f"/namespaces/{segment}/tables",
                                  pageToken=request.args.get("tables_token"), pageSize=page_size())
     views = await api().catalog("GET", name, f"/namespaces/{segment}/views",
@@ -655,23 +655,100 @@ async def delete_user(user_id: str):
                      url_for("console.identities"))
 
 
+PERMISSION_KINDS = ("server", "project", "warehouse", "namespace", "table", "view", "role")
+# relations offered in the grant form (the authorizer decides which are grantable where)
+RELATION_SUGGESTIONS = ("ownership", "describe", "select", "create", "modify", "pass_grants", "manage_grants",
+                        "project_admin", "security_admin", "data_admin", "role_creator", "admin", "operator",
+                        "assignee")
+
+
+def permissions_api_path(kind: str, object_id: str | None, warehouse_id: str | None) -> str:
+    """The object's path under ``/management/v1`` in the permissions API."""
+    if kind == "server":
+        return "/permissions/server"
+    if kind == "project":
+        return f"/permissions/project/{object_id}" if object_id else "/permissions/project"
+    if kind in ("table", "view"):
+        return f"/permissions/warehouse/{warehouse_id}/{kind}/{object_id}"
+    return f"/permissions/{kind}/{object_id}"
+
+
+@blueprint.app_template_global()
+def permissions_url(kind: str, object_id: str | None = None, warehouse_id: str | None = None,
+                    label: str | None = None) -> str:
+    args = {k: v for k, v in (("id", object_id), ("warehouse", warehouse_id), ("label", label)) if v}
+    return url_for("console.object_permissions", kind=kind, **args)
+
+
+def _require_permissions() -> None:
+    if not permissions_available():
+        raise ApiError(404, "NotFound", "Permissions are managed by the authorizer; the allow-all authorizer "
+                                        "keeps none.")
+
+
+async def _or_error(call: Awaitable[Any]) -> tuple[Any, str | None]:
+    try:
+        return await call, None
+    except ApiError as error:
+        return None, str(error)
+
+
 @blueprint.get("/permissions")
 async def permissions():
-    if not permissions_available():
-        return await render_template("error.html", status=404, error_type="NotFound",
-                                     message="Permissions are managed by the authorizer; the allow-all "
-                                             "authorizer keeps none."), 404
+    _require_permissions()
     warehouse_listing = await api().management("GET", "/warehouse")
-    rows = []
-    for entry in [("server", "/permissions/server"), ("project", "/permissions/project")] + [
-        (f"warehouse {w['name']}", f"/permissions/warehouse/{w['warehouse-id']}")
-        for w in warehouse_listing.get("warehouses", [])
-    ]:
-        label, base = entry
-        try:
-            access = await api().management("GET", base + "/access")
-            assignments = await api().management("GET", base + "/assignments")
-            rows.append({"label": label, "access": access, "assignments": assignments, "error": None})
-        except ApiError as error:
-            rows.append({"label": label, "access": None, "assignments": None, "error": str(error)})
-    return await render_template("permissions.html", rows=rows)
+    objects = [("server", None, "Server"), ("project", None, "Current project")] + [
+        ("warehouse", w["warehouse-id"], f"Warehouse {w['name']}") for w in warehouse_listing.get("warehouses", [])
+    ]
+    return await render_template("permissions.html", objects=objects)
+
+
+@blueprint.get("/permissions/<kind>")
+async def object_permissions(kind: str):
+    """One object's permissions: my access, its assignments (with revoke), a grant form and, for
+    warehouses and namespaces, managed access."""
+    _require_permissions()
+    if kind not in PERMISSION_KINDS:
+        raise ApiError(404, "NotFound", f"No permissions for a {kind!r}")
+    object_id, warehouse_id = request.args.get("id"), request.args.get("warehouse")
+    path = permissions_api_path(kind, object_id, warehouse_id)
+    access = await api().management("GET", path + "/access")
+    assignments, assignments_error = await _or_error(api().management("GET", path + "/assignments"))
+    managed, managed_error = (None, None)
+    if kind in ("warehouse", "namespace"):
+        managed, managed_error = await _or_error(api().management("GET", path))
+    return await render_template(
+        "permission_object.html", kind=kind, object_id=object_id, warehouse_id=warehouse_id,
+        label=request.args.get("label") or f"{kind} {object_id or ''}".strip(),
+        actions=access.get("allowed-actions", []),
+        assignments=(assignments or {}).get("assignments", []), assignments_error=assignments_error,
+        managed=managed, managed_error=managed_error, relations=RELATION_SUGGESTIONS,
+    )
+
+
+def _back_to_object(form: Any, kind: str) -> str:
+    return permissions_url(kind, form.get("id") or None, form.get("warehouse") or None, form.get("label") or None)
+
+
+@blueprint.post("/permissions/<kind>/assignments")
+async def change_assignment(kind: str):
+    """Grant (``op=write``) or revoke (``op=delete``) one assignment."""
+    _require_permissions()
+    form = await request.form
+    principal_kind = "role" if form.get("principal-type") == "role" else "user"
+    assignment = {"type": (form.get("relation") or "").strip(), principal_kind: (form.get("principal") or "").strip()}
+    op = "deletes" if form.get("op") == "delete" else "writes"
+    path = permissions_api_path(kind, form.get("id") or None, form.get("warehouse") or None)
+    what = f"{assignment['type']} for {principal_kind} {assignment[principal_kind]}"
+    return await act(lambda: api().management("POST", path + "/assignments", json={op: [assignment]}),
+                     f"Granted {what}." if op == "writes" else f"Revoked {what}.", _back_to_object(form, kind))
+
+
+@blueprint.post("/permissions/<kind>/managed-access")
+async def change_managed_access(kind: str):
+    _require_permissions()
+    form = await request.form
+    enabled = form.get("managed-access") == "true"
+    path = permissions_api_path(kind, form.get("id") or None, form.get("warehouse") or None)
+    return await act(lambda: api().management("POST", path + "/managed-access", json={"managed-access": enabled}),
+                     f"Managed access turned {'on' if enabled else 'off'}.", _back_to_object(form, kind))

@@ -4,7 +4,8 @@ Actions on warehouses, namespaces, tables and views are allowed only when the ``
 authorizer is asked about carries an ``assumed_role`` (set from the ``x-assume-role`` header)
 and that role is named ``catalog-user``; looking the id up proves the authorizer got the very
 role the caller named. Everything else (server, project, roles, users) is allowed, so a test
-can create the roles it then assumes. The host turns a denial into a 403.
+can create the roles it then assumes. The host answers a denied object the caller may not see
+(no ``get_metadata``) as missing: 404.
 """
 
 from lakekeeper_host import hookimpl

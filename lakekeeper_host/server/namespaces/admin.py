@@ -25,6 +25,7 @@ from typing import Any
 
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, namespace_not_empty, not_found
 from lakekeeper_host.server import events
+from lakekeeper_host.server.authorize import authorize, authorize_warehouse, checking_actor, deleted, moved
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import namespace_admin as ns_store
@@ -83,6 +84,19 @@ async def drop_namespace(
     purge: bool = False,
 ) -> None:
     """Drop a namespace of ``warehouse`` (a ``WarehouseRow``); see the module docstring."""
+    namespaces, tabulars = await _drop_subtree(
+        state, warehouse, namespace_id, recursive=recursive, force=force, purge=purge
+    )
+    # AUTHZ: everything dropped is gone for good (a recursive drop never soft-deletes)
+    for tab in tabulars:
+        await deleted(state, tab["typ"], [tab["id"]], warehouse.id)
+    await deleted(state, "namespace", [n["id"] for n in namespaces], warehouse.id)
+
+
+async def _drop_subtree(
+    state: AppState, warehouse: Any, namespace_id: str, *, recursive: bool, force: bool, purge: bool
+) -> tuple[list[Any], list[Any]]:
+    """The transaction of :func:`drop_namespace`; returns the namespaces and tabulars it deleted."""
     async with state.store.transaction() as tx:
         # ------------------------------------------------ VALIDATIONS
         row = await ns_store.get_namespace_row(tx, warehouse.id, namespace_id)
@@ -101,7 +115,7 @@ async def drop_namespace(
             if len(namespaces) > 1 or tabulars:
                 raise namespace_not_empty(parts)
             await ns_store.delete_subtree(tx, namespace_id, [])
-            return
+            return namespaces, []
         if warehouse.soft_delete_seconds is not None and not force:
             raise bad_request(
                 "Recursive drop is not allowed in a warehouse with soft deletion unless force=true",
@@ -145,6 +159,7 @@ async def drop_namespace(
                     tabular=_Tabular(tab),
                     name=[*names.get(tab["namespace_id"], []), tab["name"]],
                 )
+    return namespaces, tabulars
 
 
 class _Tabular:
@@ -187,6 +202,7 @@ async def move_namespace(
     Contained tables and views keep their ids and locations.
     """
     target = _validate_destination(state, destination)
+    await _authorize_destination(state, meta, warehouse, target)
     async with state.store.transaction() as tx:
         row = await ns_store.get_namespace_row(tx, warehouse.id, namespace_id)
         if row is None:
@@ -217,7 +233,26 @@ async def move_namespace(
             parent_id = parent["id"]
         await ns_store.move_namespace(tx, namespace_id, name=name, name_key=key, parent_id=parent_id)
     events.namespace_moved(state, meta, warehouse, current, namespace_id, target, prefix=warehouse.id)
+    if parent_id != row["parent_id"]:
+        new_parent = ("namespace", parent_id) if parent_id else ("warehouse", warehouse.id)
+        await moved(state, "namespace", namespace_id, new_parent, warehouse.id)
     return _move_result(target, namespace_id, parent_id)
+
+
+async def _authorize_destination(state: AppState, meta: RequestMetadata, warehouse: Any, target: list[str]) -> None:
+    """AUTHZ: a namespace moves only below a parent where the caller may create namespaces (checked
+    before the transaction, so no database lock waits for the authorizer)."""
+    if checking_actor(state, meta) is None:
+        return
+    if len(target) == 1:
+        await authorize_warehouse(state, meta, "create_namespace", warehouse.id)
+        return
+    _, parent_key = encode_name(target[:-1])
+    parent = await ns_store.get_namespace_by_key(state.store, warehouse.id, parent_key)
+    if parent is not None:  # a missing parent is reported by the move itself
+        await authorize(state, meta, "create_namespace", "namespace", parent["id"], warehouse.id,
+                        hidden=not_found(f"Parent namespace {'.'.join(target[:-1])} does not exist",
+                                         "NoSuchNamespaceException"))
 
 
 def _move_result(parts: list[str], namespace_id: str, parent_id: str | None) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no_such_namespace
+from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no_such_namespace, no_such_warehouse
 from lakekeeper_host.server import events
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, created, visible_page
 from lakekeeper_host.server.names import validate_namespace, validate_new_namespace
 from lakekeeper_host.server.namespaces.admin import drop_namespace as admin_drop
 from lakekeeper_host.server.namespaces.layout import (
@@ -18,6 +18,7 @@ from lakekeeper_host.server.namespaces.layout import (
 )
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token, page_limit
 from lakekeeper_host.server.resolve import require_namespace
+from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import namespaces as namespace_store
@@ -64,16 +65,22 @@ async def list_namespaces(
     # ------------------------------------------------ AUTHZ
     parent_row = await require_namespace(state, warehouse, parent) if parent else None
     if parent_row is None:
-        await authorize(state, meta, "list_namespaces", "warehouse", warehouse.id, warehouse.id)
+        await authorize(state, meta, "list_namespaces", "warehouse", warehouse.id, warehouse.id,
+                        hidden=no_such_warehouse(f"Warehouse {warehouse.id} not found"))
     else:
-        await authorize(state, meta, "list_namespaces", "namespace", parent_row.id, warehouse.id)
+        await authorize(state, meta, "list_namespaces", "namespace", parent_row.id, warehouse.id,
+                        hidden=no_such_namespace(parent or []))
     # ------------------------------------------------ BUSINESS LOGIC
-    rows = await namespace_store.list_child_namespaces(
-        state.store, warehouse.id, parent_row.id if parent_row else None,
-        after=after[0] if after else None, limit=limit + 1,
+
+    async def fetch(key: str | None, n: int) -> list[NamespaceRow]:
+        return await namespace_store.list_child_namespaces(
+            state.store, warehouse.id, parent_row.id if parent_row else None, after=key, limit=n
+        )
+
+    rows, more = await visible_page(
+        state, meta, fetch, lambda r: namespace_store.encode_namespace_name(r.parts).casefold(),
+        lambda r: Resource("namespace", r.id, warehouse.id), after=after[0] if after else None, limit=limit,
     )
-    more = len(rows) > limit
-    rows = rows[:limit]
     result: dict[str, Any] = {"namespaces": [list(r.parts) for r in rows]}
     last_key = namespace_store.encode_namespace_name(rows[-1].parts).casefold() if rows else ""
     result["next-page-token"] = encode_page_token(last_key) if more else None
@@ -105,9 +112,11 @@ async def create_namespace(
     # ------------------------------------------------ AUTHZ
     parent = await require_namespace(state, warehouse, parts[:-1]) if len(parts) > 1 else None
     if parent is None:
-        await authorize(state, meta, "create_namespace", "warehouse", warehouse.id, warehouse.id)
+        await authorize(state, meta, "create_namespace", "warehouse", warehouse.id, warehouse.id,
+                        hidden=no_such_warehouse(f"Warehouse {warehouse.id} not found"))
     else:
-        await authorize(state, meta, "create_namespace", "namespace", parent.id, warehouse.id)
+        await authorize(state, meta, "create_namespace", "namespace", parent.id, warehouse.id,
+                        hidden=no_such_namespace(parts[:-1]))
 
     # ------------------------------------------------ BUSINESS LOGIC
     namespace_id = new_id()
@@ -143,6 +152,8 @@ async def create_namespace(
     # ------------------------------------------------ EVENTS
     # createNamespace
     events.namespace_created(state, meta, warehouse, parts, namespace_id, properties, prefix=warehouse.id)
+    await created(state, meta, "namespace", namespace_id,
+                  ("namespace", parent.id) if parent else ("warehouse", warehouse.id), warehouse.id)
 
     return {"namespace": list(parts), "properties": {**properties, NAMESPACE_ID_PROPERTY: namespace_id}}
 
@@ -152,7 +163,8 @@ async def load_namespace(
 ) -> dict[str, Any]:
     validate_namespace(parts)
     namespace = await require_namespace(state, warehouse, parts)
-    await authorize(state, meta, "get_metadata", "namespace", namespace.id, warehouse.id)
+    await authorize(state, meta, "get_metadata", "namespace", namespace.id, warehouse.id,
+                    hidden=no_such_namespace(parts))
     result: dict[str, Any] = {"namespace": list(namespace.parts), "properties": properties_json(namespace)}
     if return_uuid:
         result["namespace-uuid"] = namespace.id
@@ -163,7 +175,8 @@ async def namespace_exists(state: AppState, meta: RequestMetadata, warehouse: Wa
     """Returns when the namespace exists; 404 otherwise."""
     validate_namespace(parts)
     namespace = await require_namespace(state, warehouse, parts)
-    await authorize(state, meta, "get_metadata", "namespace", namespace.id, warehouse.id)
+    await authorize(state, meta, "get_metadata", "namespace", namespace.id, warehouse.id,
+                    hidden=no_such_namespace(parts))
 
 
 async def drop_namespace(
@@ -183,7 +196,7 @@ async def drop_namespace(
         raise bad_request("Cannot drop namespace which is reserved for internal use.", "ReservedNamespace")
     namespace = await require_namespace(state, warehouse, parts)
     # ------------------------------------------------ AUTHZ
-    await authorize(state, meta, "delete", "namespace", namespace.id, warehouse.id)
+    await authorize(state, meta, "delete", "namespace", namespace.id, warehouse.id, hidden=no_such_namespace(parts))
     # ------------------------------------------------ BUSINESS LOGIC
 
     try:
@@ -226,7 +239,8 @@ async def update_namespace_properties(
 
     # ------------------------------------------------ AUTHZ
     namespace = await require_namespace(state, warehouse, parts)
-    await authorize(state, meta, "update_properties", "namespace", namespace.id, warehouse.id)
+    await authorize(state, meta, "update_properties", "namespace", namespace.id, warehouse.id,
+                    hidden=no_such_namespace(parts))
 
     # ------------------------------------------------ BUSINESS LOGIC
     for _ in range(10):  # optimistic: re-read and retry when a concurrent update won

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from attrs import field, frozen
 
 from lakekeeper_host.errors import CatalogError, bad_request, forbidden, no_such_warehouse, not_found
+from lakekeeper_host.server.authorize import actor_allowed
 from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -205,7 +206,7 @@ async def sign(
 
     # ---- AUTHZ ----
     actor = meta.actor
-    if not await state.authorizer.is_allowed(actor, "use", Resource("warehouse", warehouse.id, warehouse.id)):
+    if not await actor_allowed(state, actor, "use", Resource("warehouse", warehouse.id, warehouse.id)):
         raise no_such_warehouse(f"Warehouse {warehouse_id} not found")
 
     # ---- VALIDATIONS ----
@@ -220,8 +221,8 @@ async def sign(
     # ---- AUTHZ ----
     action = "read_data" if parsed.operation == READ else "write_data"
     resource = Resource("table", table.id, warehouse.id) if table else None
-    if resource is None or not await state.authorizer.is_allowed(actor, action, resource):
-        if resource is None or not await state.authorizer.is_allowed(actor, "get_metadata", resource):
+    if resource is None or not await actor_allowed(state, actor, action, resource):
+        if resource is None or not await actor_allowed(state, actor, "get_metadata", resource):
             raise not_found(f"No table found at {parsed.locations[0].location()}", "NoSuchTableException")
         raise forbidden(f"Not allowed to {action.replace('_', ' ')} of table {table.id}")
 

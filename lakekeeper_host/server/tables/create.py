@@ -12,10 +12,10 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.types import StructType
 
-from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, created
 from lakekeeper_host.server.names import (
     conflict_for_existing,
     ident,
@@ -129,7 +129,8 @@ async def create_table(
 
     # ------------------------------------------------ AUTHZ
     namespace = await require_namespace(state, warehouse, parts)
-    await authorize(state, meta, "create_table", "namespace", namespace.id, warehouse.id)
+    await authorize(state, meta, "create_table", "namespace", namespace.id, warehouse.id,
+                    hidden=no_such_namespace(parts))
     existing = await tabular_store.get_tabular(state.store, namespace.id, name)
     if existing is not None:
         raise conflict_for_existing(existing.typ, parts, name, "table")
@@ -180,6 +181,7 @@ async def create_table(
     # createTable (not for stage-create: the table exists only after its first commit)
     if not stage_create:
         events.table_created(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
+    await created(state, meta, "table", row.id, ("namespace", namespace.id), warehouse.id)
 
     # the creator gets read-write-delete credentials (Lakekeeper), whatever its data grants
     config = await storage.table_config(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lakekeeper_host.errors import no_such_table
 from lakekeeper_host.server import events
 from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.resolve import (
@@ -29,7 +30,7 @@ async def drop_table(
     send it (the API layer applies that default).
     """
     _, row = await resolve_table(state, warehouse, parts, name, include_staged=True)
-    await authorize(state, meta, "drop", "table", row.id, warehouse.id)
+    await authorize(state, meta, "drop", "table", row.id, warehouse.id, hidden=no_such_table(parts, name))
 
     await drop_tabular(state, meta, warehouse, row, purge=purge, force=force)
 

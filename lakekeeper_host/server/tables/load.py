@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, bad_request, not_found
+from lakekeeper_host.errors import CatalogError, bad_request, no_such_table, not_found
 from lakekeeper_host.server.authorize import authorize, data_permission
 from lakekeeper_host.server.names import (
     namespace_to_path,
@@ -181,7 +181,8 @@ async def load_table(
             error.code = 404
         raise
     warehouse = await current_warehouse(state, warehouse, found.warehouse_version, found.warehouse_status)
-    await authorize(state, meta, "get_metadata", "table", found.tabular.id, warehouse.id)
+    await authorize(state, meta, "get_metadata", "table", found.tabular.id, warehouse.id,
+                    hidden=no_such_table(parts, name))
     row = await tabular_store.with_current_metadata(state.store, found.tabular)
     if row is None:
         raise _not_found("table", parts, name)
@@ -215,4 +216,5 @@ async def table_exists(
 ) -> None:
     """Returns when the table exists; 404 otherwise."""
     found = await lookup_tabular(state, warehouse, parts, name, with_metadata=False, cached=True)
-    await authorize(state, meta, "get_metadata", "table", found.tabular.id, warehouse.id)
+    await authorize(state, meta, "get_metadata", "table", found.tabular.id, warehouse.id,
+                    hidden=no_such_table(parts, name))

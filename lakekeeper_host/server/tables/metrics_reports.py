@@ -19,7 +19,7 @@ from typing import Any
 
 from attrs import field, frozen, validators
 
-from lakekeeper_host.errors import bad_request, not_found
+from lakekeeper_host.errors import bad_request, no_such_table, not_found
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server import pagination
 from lakekeeper_host.server.authorize import authorize
@@ -98,6 +98,7 @@ async def report_metrics(
     """Store a ScanReport/CommitReport for a table (a client's own report: any caller that can
     resolve the table may send one, as in Lakekeeper)."""
     _, row = await resolve_table(state, warehouse, parts, name)
+    await authorize(state, meta, "get_metadata", "table", row.id, warehouse.id, hidden=no_such_table(parts, name))
     warehouse_id, tabular_id = warehouse.id, row.id
     report_type, snapshot_id = validate_report(body)
     config = reports_config(state)
@@ -160,7 +161,8 @@ async def list_reports(
         raise not_found(f"Table {table_id} not found", "TableNotFound")
 
     # ------------------------------------------------ AUTHZ
-    await authorize(state, meta, "get_metadata", "table", table.id, warehouse.id)
+    await authorize(state, meta, "get_metadata", "table", table.id, warehouse.id,
+                    hidden=not_found(f"Table {table_id} not found", "TableNotFound"))
 
     # ------------------------------------------------ BUSINESS LOGIC
     rows = await store.list_reports(

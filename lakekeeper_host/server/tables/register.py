@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, created
 from lakekeeper_host.server.names import (
     conflict_for_existing,
     ident,
@@ -58,7 +58,8 @@ async def register_table(
 
     # ------------------------------------------------ AUTHZ
     namespace = await require_namespace(state, warehouse, parts)
-    await authorize(state, meta, "create_table", "namespace", namespace.id, warehouse.id)
+    await authorize(state, meta, "create_table", "namespace", namespace.id, warehouse.id,
+                    hidden=no_such_namespace(parts))
     existing = await tabular_store.get_tabular(state.store, namespace.id, name)
     if existing is not None and (existing.typ != "table" or not overwrite):
         raise conflict_for_existing(existing.typ, parts, name, "table")
@@ -109,6 +110,7 @@ async def register_table(
     # ------------------------------------------------ EVENTS
     # registerTable
     events.table_registered(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
+    await created(state, meta, "table", row.id, ("namespace", namespace.id), warehouse.id)
 
     config = await storage.table_config(
         access_request(meta, warehouse, parts, name, row, location, access, StoragePermission.READ_WRITE_DELETE)

@@ -68,7 +68,7 @@ from pyiceberg.types import (
 )
 from pyiceberg.utils.datetime import days_to_date, micros_to_time, micros_to_timestamp, micros_to_timestamptz
 
-from lakekeeper_host.errors import CatalogError, illegal_argument, not_found
+from lakekeeper_host.errors import CatalogError, illegal_argument, no_such_table, not_found
 from lakekeeper_host.server import metadata_io
 from lakekeeper_host.server.authorize import authorize, data_permission
 from lakekeeper_host.server.resolve import resolve_table
@@ -763,7 +763,7 @@ async def fetch_scan_tasks(state: AppState, *, tabular_id: str, plan_task: Any) 
 async def _resolve(state: AppState, meta: RequestMetadata, warehouse: Any, parts: list[str], name: str) -> Any:
 
     _, row = await resolve_table(state, warehouse, parts, name)
-    await authorize(state, meta, "get_metadata", "table", row.id, warehouse.id)
+    await authorize(state, meta, "get_metadata", "table", row.id, warehouse.id, hidden=no_such_table(parts, name))
     return row
 
 

@@ -25,10 +25,11 @@ from typing import Any
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server import events, pagination
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize_warehouse, deleted, visible
 from lakekeeper_host.server.namespaces.admin import decode_name, namespace_parts
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.resolve import require_warehouse
+from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import is_sublocation
@@ -102,9 +103,10 @@ async def drop_tabular(
     soft_seconds = warehouse.soft_delete_seconds
     staged = bool(getattr(tabular, "staged", False)) or getattr(tabular, "metadata_location", "") is None
     purged_metadata = None
+    soft = soft_seconds is not None and not force and not staged
     async with state.store.transaction() as tx:
         name = await entity_name(tx, tabular.namespace_id, tabular.name)
-        if soft_seconds is not None and not force and not staged:
+        if soft:
             dropped = await tabular_admin.soft_delete(tx, tabular.id, force=force)
             if dropped is None:
                 await _raise_gone(tx, warehouse.id, tabular)
@@ -130,6 +132,9 @@ async def drop_tabular(
                     tx, project_id=warehouse.project_id, warehouse_id=warehouse.id, tabular=dropped, name=name
                 )
                 purged_metadata = dropped.metadata_location
+    # AUTHZ: a soft-deleted tabular keeps its grants until it expires (undrop brings them back)
+    if not soft:
+        await deleted(state, _typ(tabular), [tabular.id], warehouse.id)
     # a registered table's metadata file may live elsewhere: only ever remove what the purge would
     if purged_metadata and is_sublocation(purged_metadata, dropped.location):
         await _remove_last_metadata_file(state, warehouse, purged_metadata)
@@ -228,7 +233,8 @@ async def expire_tabular(state: AppState, task: task_store.TaskRow) -> str:
         dropped = await tabular_admin.hard_delete(tx, task.entity_id, force=True, deleted=True)
         if dropped is None:
             return "Tabular no longer soft-deleted (undropped or already removed)"
-        if task.payload.get("deletion-kind") == "purge":
+        purge = task.payload.get("deletion-kind") == "purge"
+        if purge:
             await schedule_purge(
                 tx,
                 project_id=task.project_id,
@@ -236,8 +242,8 @@ async def expire_tabular(state: AppState, task: task_store.TaskRow) -> str:
                 tabular=dropped,
                 name=task.entity_name,
             )
-            return "Expired; purge scheduled"
-    return "Expired"
+    await deleted(state, _typ(dropped), [dropped.id], dropped.warehouse_id)
+    return "Expired; purge scheduled" if purge else "Expired"
 
 
 async def purge_tabular(state: AppState, task: task_store.TaskRow) -> str:
@@ -269,12 +275,14 @@ async def list_deleted_tabulars(
     """Soft-deleted tables and views with their expiration (``GET .../deleted-tabulars``)."""
 
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "list_deleted_tabulars", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "list_deleted_tabulars", warehouse.id)
     limit = pagination.page_size(state, page_size)
     after = decode_page_token(page_token, int, str)
     rows = await tabular_admin.list_deleted(
         state.store, warehouse.id, namespace_id=namespace_id, after=after, limit=limit
     )
+    next_token = encode_page_token(rows[-1]["deleted_at"], rows[-1]["id"]) if len(rows) == limit else None
+    rows = await visible(state, meta, rows, lambda r: Resource(r["typ"], r["id"], warehouse.id))
     seconds = warehouse.soft_delete_seconds or 0
     items = [
         {
@@ -289,7 +297,6 @@ async def list_deleted_tabulars(
         }
         for row in rows
     ]
-    next_token = encode_page_token(rows[-1]["deleted_at"], rows[-1]["id"]) if len(rows) == limit else None
     return items, next_token
 
 
@@ -307,8 +314,9 @@ async def search_tabulars(state: AppState, meta: RequestMetadata, warehouse_id: 
         raise bad_request("Invalid request body: expected a string @ body.search")
     term = body["search"][:64]
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "list_everything", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "list_everything", warehouse.id)
     rows = await tabular_admin.search_tabulars(state.store, warehouse.id, term, limit=10)
+    rows = await visible(state, meta, rows, lambda r: Resource(r["typ"], r["id"], warehouse.id))
     results = []
     for row in rows:
         full = ".".join([*decode_name(row["namespace_name"]), row["name"]])

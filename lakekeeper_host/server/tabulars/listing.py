@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.errors import no_such_namespace
+from lakekeeper_host.server.authorize import authorize, visible_page
 from lakekeeper_host.server.names import (
     validate_namespace,
 )
@@ -12,9 +13,11 @@ from lakekeeper_host.server.pagination import decode_page_token, encode_page_tok
 from lakekeeper_host.server.resolve import (
     require_namespace,
 )
+from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import tabulars as tabular_store
+from lakekeeper_host.store.tabulars import TabularRow
 from lakekeeper_host.store.warehouses import WarehouseRow
 
 
@@ -35,10 +38,16 @@ async def list_tabular_identifiers(
     after = decode_page_token(page_token, str, str)
     limit = page_limit(state, page_token, page_size)
     namespace = await require_namespace(state, warehouse, parts)
-    await authorize(state, meta, f"list_{typ}s", "namespace", namespace.id, warehouse.id)
-    rows = await tabular_store.list_tabulars(state.store, namespace.id, typ, after=after, limit=limit + 1)
-    more = len(rows) > limit
-    rows = rows[:limit]
+    await authorize(state, meta, f"list_{typ}s", "namespace", namespace.id, warehouse.id,
+                    hidden=no_such_namespace(parts))
+
+    async def fetch(key: tuple[str, str] | None, n: int) -> list[TabularRow]:
+        return await tabular_store.list_tabulars(state.store, namespace.id, typ, after=key, limit=n)
+
+    rows, more = await visible_page(
+        state, meta, fetch, lambda r: (r.name.casefold(), r.id), lambda r: Resource(typ, r.id, warehouse.id),
+        after=after, limit=limit,
+    )
     result: dict[str, Any] = {
         "identifiers": [{"namespace": list(namespace.parts), "name": r.name} for r in rows],
         "next-page-token": encode_page_token(rows[-1].name.casefold(), rows[-1].id) if more and rows else None,

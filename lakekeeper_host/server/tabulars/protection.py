@@ -42,7 +42,8 @@ async def get_tabular_protection(
     row = await tabular_admin.get_tabular_info(state.store, warehouse.id, _uuid_or_404(tabular_id, label))
     if row is None or row.typ != typ:
         raise not_found(f"{label} {tabular_id} not found", f"{label}NotFound")
-    await authorize(state, meta, "get_metadata", typ, row.id, warehouse.id)
+    await authorize(state, meta, "get_metadata", typ, row.id, warehouse.id,
+                    hidden=not_found(f"{label} {tabular_id} not found", f"{label}NotFound"))
     return protection_json(row.protected, row.updated_at)
 
 
@@ -51,7 +52,8 @@ async def set_tabular_protection(
 ) -> dict[str, Any]:
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
     label = _LABEL[typ]
-    await authorize(state, meta, "set_protection", typ, tabular_id, warehouse.id)
+    await authorize(state, meta, "set_protection", typ, tabular_id, warehouse.id,
+                    hidden=not_found(f"{label} {tabular_id} not found", f"{label}NotFound"))
     async with state.store.transaction() as tx:
         row = await tabular_admin.set_protection(tx, warehouse.id, _uuid_or_404(tabular_id, label), typ, protected)
     if row is None:
@@ -66,7 +68,8 @@ async def get_namespace_protection(
     row = await ns_store.get_namespace_row(state.store, warehouse.id, _uuid_or_404(namespace_id, "Namespace"))
     if row is None:
         raise not_found(f"Namespace {namespace_id} not found", "NamespaceNotFound")
-    await authorize(state, meta, "get_metadata", "namespace", namespace_id, warehouse.id)
+    await authorize(state, meta, "get_metadata", "namespace", namespace_id, warehouse.id,
+                    hidden=not_found(f"Namespace {namespace_id} not found", "NamespaceNotFound"))
     return protection_json(row["protected"], row["updated_at"])
 
 
@@ -74,7 +77,8 @@ async def set_namespace_protection(
     state: AppState, meta: RequestMetadata, warehouse_id: str, namespace_id: str, protected: bool
 ) -> dict[str, Any]:
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "set_protection", "namespace", namespace_id, warehouse.id)
+    await authorize(state, meta, "set_protection", "namespace", namespace_id, warehouse.id,
+                    hidden=not_found(f"Namespace {namespace_id} not found", "NamespaceNotFound"))
     async with state.store.transaction() as tx:
         row = await ns_store.set_namespace_protection(
             tx, warehouse.id, _uuid_or_404(namespace_id, "Namespace"), protected

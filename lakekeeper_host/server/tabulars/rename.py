@@ -6,7 +6,7 @@ from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.server import events
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, moved
 from lakekeeper_host.server.names import (
     ident,
     validate_namespace,
@@ -61,8 +61,9 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
         raise no_such_namespace(dest_ns)
 
     # ------------------------------------------------ AUTHZ
-    await authorize(state, meta, "rename", typ, row.id, warehouse.id)
-    await authorize(state, meta, f"create_{typ}", "namespace", destination.id, warehouse.id)
+    await authorize(state, meta, "rename", typ, row.id, warehouse.id, hidden=_not_found(typ, source_ns, source_name))
+    await authorize(state, meta, f"create_{typ}", "namespace", destination.id, warehouse.id,
+                    hidden=no_such_namespace(dest_ns))
     await state.contracts.check_rename(row, {"namespace": list(dest_ns), "name": dest_name})
 
     # ------------------------------------------------ BUSINESS LOGIC
@@ -86,6 +87,8 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
     # renameTable / renameView
     renamed = events.view_renamed if typ == "view" else events.table_renamed
     renamed(state, meta, warehouse, source_ns, source_name, row.id, body, prefix=warehouse.id)
+    if destination.id != row.namespace_id:
+        await moved(state, typ, row.id, ("namespace", destination.id), warehouse.id)
 
 
 async def rename_view(state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, body: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pyiceberg.table.update import RemovePropertiesUpdate, SetPropertiesUpdate
 
-from lakekeeper_host.errors import bad_request, commit_failed
+from lakekeeper_host.errors import bad_request, commit_failed, no_such_view
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.names import ident
@@ -60,7 +60,7 @@ async def commit_view(
 
     # ------------------------------------------------ AUTHZ
     _, row = await resolve_table(state, warehouse, parts, name, typ="view")
-    await authorize(state, meta, "commit", "view", row.id, warehouse.id)
+    await authorize(state, meta, "commit", "view", row.id, warehouse.id, hidden=no_such_view(parts, name))
 
     # ------------------------------------------------ BUSINESS LOGIC
     for attempt in range(MAX_COMMIT_ATTEMPTS):

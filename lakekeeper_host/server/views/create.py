@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, created
 from lakekeeper_host.server.names import conflict_for_existing, ident, validate_namespace, validate_new_name
 from lakekeeper_host.server.resolve import require_namespace
 from lakekeeper_host.server.settled_write import Swap, settled_write
@@ -81,7 +81,8 @@ async def create_view(
 
     # ------------------------------------------------ AUTHZ
     namespace = await require_namespace(state, warehouse, parts)
-    await authorize(state, meta, "create_view", "namespace", namespace.id, warehouse.id)
+    await authorize(state, meta, "create_view", "namespace", namespace.id, warehouse.id,
+                    hidden=no_such_namespace(parts))
     existing = await tabular_store.get_tabular(state.store, namespace.id, name)
     if existing is not None:
         raise conflict_for_existing(existing.typ, parts, name, "view")
@@ -112,5 +113,6 @@ async def create_view(
 
     # ------------------------------------------------ EVENTS
     events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)
+    await created(state, meta, "view", view_id, ("namespace", namespace.id), warehouse.id)
     config = await view_config(state, storage, warehouse, view_id, location, access)
     return load_result(metadata_location, metadata_json, config)

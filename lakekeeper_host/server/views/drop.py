@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lakekeeper_host.errors import no_such_view
 from lakekeeper_host.server import events
 from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.resolve import resolve_table
@@ -22,7 +23,7 @@ async def drop_view(
     force: bool,
 ) -> None:
     _, row = await resolve_table(state, warehouse, parts, name, typ="view")
-    await authorize(state, meta, "drop", "view", row.id, warehouse.id)
+    await authorize(state, meta, "drop", "view", row.id, warehouse.id, hidden=no_such_view(parts, name))
 
     await drop_tabular(state, meta, warehouse, row, purge=purge, force=force)
 

@@ -68,7 +68,8 @@ async def load_view(
     state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, parts: list[str], name: str, access: DataAccess
 ) -> dict[str, Any]:
     found = await lookup_tabular(state, warehouse, parts, name, typ="view", with_metadata=False, cached=True)
-    await authorize(state, meta, "get_metadata", "view", found.tabular.id, warehouse.id)
+    await authorize(state, meta, "get_metadata", "view", found.tabular.id, warehouse.id,
+                    hidden=no_such_view(parts, name))
     row = await tabular_store.with_current_metadata(state.store, found.tabular)
     if row is None:
         raise no_such_view(parts, name)
@@ -81,4 +82,5 @@ async def view_exists(
     state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, parts: list[str], name: str
 ) -> None:
     found = await lookup_tabular(state, warehouse, parts, name, typ="view", with_metadata=False, cached=True)
-    await authorize(state, meta, "get_metadata", "view", found.tabular.id, warehouse.id)
+    await authorize(state, meta, "get_metadata", "view", found.tabular.id, warehouse.id,
+                    hidden=no_such_view(parts, name))

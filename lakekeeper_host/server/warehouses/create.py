@@ -10,7 +10,8 @@ from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.serde import structure_body
 from lakekeeper_host.server import events
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, created, is_instance_admin
+from lakekeeper_host.server.projects import project_not_found
 from lakekeeper_host.server.warehouses.validation import (
     CheckReport,
     _build_storage,
@@ -74,9 +75,7 @@ async def creation_report(
         if request.managed_by not in (None, "self-managed", "instance-admin"):
             raise bad_request("managed-by must be self-managed or instance-admin", "InvalidManagedBy")
         if request.managed_by == "instance-admin":
-            actor = getattr(meta, "actor", None)
-            admins = state.settings.host.instance_admins
-            if actor is None or actor.user_id not in admins:
+            if not is_instance_admin(state, getattr(meta, "actor", None)):
                 raise CatalogError(
                     403, "ManagedByNotAllowed", "Only instance admins may create instance-admin managed warehouses"
                 )
@@ -88,7 +87,7 @@ async def creation_report(
 
 async def validate_creation(state: AppState, meta: RequestMetadata, project_id: str, body: Any) -> dict[str, Any]:
     request = structure_body(body, CreateWarehouse)
-    await authorize(state, meta, "create_warehouse", "project", project_id)
+    await authorize(state, meta, "create_warehouse", "project", project_id, hidden=project_not_found(project_id))
     report, _, _ = await creation_report(state, meta, project_id, request)
     return report.to_json()
 
@@ -102,7 +101,7 @@ async def create_warehouse(
     if await project_store.get_project(state.store, project_id) is None:
         raise CatalogError(404, "ProjectNotFound", f"Project {project_id} does not exist")
     # ------------------------------------------------ AUTHZ
-    await authorize(state, meta, "create_warehouse", "project", project_id)
+    await authorize(state, meta, "create_warehouse", "project", project_id, hidden=project_not_found(project_id))
     report, profile, _ = await creation_report(state, meta, project_id, request)
     report.raise_first()
 
@@ -146,4 +145,5 @@ async def create_warehouse(
         project_id,
         {"storage-profile": warehouse.storage_profile, "delete-profile": warehouse.delete_profile},
     )
+    await created(state, meta, "warehouse", warehouse.id, ("project", project_id), warehouse.id)
     return warehouse

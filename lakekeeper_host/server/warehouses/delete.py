@@ -6,7 +6,7 @@ import logging
 
 from lakekeeper_host.errors import CatalogError, no_such_warehouse
 from lakekeeper_host.server import events
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize_warehouse, deleted
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 async def delete_warehouse(state: AppState, meta: RequestMetadata, warehouse_id: str, *, force: bool) -> None:
     """Refused when protected (unless ``force``), while namespaces remain, or while tasks are unfinished."""
     warehouse = await require_warehouse(state, warehouse_id)
-    await authorize(state, meta, "delete", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "delete", warehouse.id)
     async with state.store.transaction() as tx:
         current = await warehouse_store.get_warehouse(tx, warehouse.id)
         if current is None:
@@ -49,3 +49,4 @@ async def delete_warehouse(state: AppState, meta: RequestMetadata, warehouse_id:
         except Exception:
             log.warning("deleting the storage secret of warehouse %s failed", current.id)
     events.warehouse_deleted(state, meta, current.id, current.name, current.project_id)
+    await deleted(state, "warehouse", [current.id], current.id)

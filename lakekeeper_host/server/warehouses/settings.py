@@ -9,7 +9,7 @@ from attrs import frozen
 from lakekeeper_host.errors import already_exists, bad_request
 from lakekeeper_host.serde import structure_body
 from lakekeeper_host.server import events
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize, authorize_warehouse
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.server.warehouses.validation import (
     validate_delete_profile,
@@ -30,7 +30,7 @@ class FormatVersionPolicy:
 
 async def rename_warehouse(state: AppState, meta: RequestMetadata, warehouse_id: str, new_name: str) -> WarehouseRow:
     warehouse = await require_warehouse(state, warehouse_id)
-    await authorize(state, meta, "rename", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "rename", warehouse.id)
     validate_warehouse_name(new_name)
     other = await warehouse_store.get_warehouse_by_name(state.store, warehouse.project_id, new_name)
     if other is not None and other.id != warehouse.id:
@@ -62,7 +62,7 @@ async def set_delete_profile(state: AppState, meta: RequestMetadata, warehouse_i
         raise bad_request("Invalid request body: required field missing @ body.delete-profile")
     profile = validate_delete_profile(body["delete-profile"])
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "modify_soft_deletion", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "modify_soft_deletion", warehouse.id)
     await warehouse_store.update_warehouse(state.store, warehouse.id, delete_profile=profile)
     return await require_warehouse(state, warehouse.id)
 
@@ -71,7 +71,7 @@ async def set_warehouse_protection(
     state: AppState, meta: RequestMetadata, warehouse_id: str, protected: bool
 ) -> WarehouseRow:
     warehouse = await require_warehouse(state, warehouse_id)
-    await authorize(state, meta, "set_protection", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "set_protection", warehouse.id)
     await warehouse_store.update_warehouse(state.store, warehouse.id, protected=protected)
     return await require_warehouse(state, warehouse.id)
 
@@ -82,7 +82,7 @@ async def set_format_version_policy(
     request = structure_body(body, FormatVersionPolicy)
     allowed, default = validate_format_versions(request.allowed_format_versions, request.default_format_version)
     warehouse = await require_warehouse(state, warehouse_id)
-    await authorize(state, meta, "set_format_version_policy", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "set_format_version_policy", warehouse.id)
     await warehouse_store.update_warehouse(
         state.store, warehouse.id, allowed_format_versions=allowed, default_format_version=default
     )

@@ -8,7 +8,7 @@ from typing import Any
 from attrs import frozen
 
 from lakekeeper_host.serde import structure_body
-from lakekeeper_host.server.authorize import authorize
+from lakekeeper_host.server.authorize import authorize_warehouse
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.server.warehouses.validation import (
     CheckReport,
@@ -112,7 +112,7 @@ async def update_storage(
 ):
     request = structure_body(body, UpdateStorage)
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "update_storage", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "update_storage", warehouse.id)
     profile_json = (
         merge_profile(warehouse.storage_profile, request.storage_profile)
         if isinstance(request.storage_profile, dict)
@@ -130,7 +130,7 @@ async def update_credential(
 ):
     request = structure_body(body, UpdateCredential)
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize(state, meta, "update_storage", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "update_storage", warehouse.id)
     report, _ = await _update_report(
         state, warehouse, warehouse.storage_profile, request.new_storage_credential, compare=False
     )
@@ -143,7 +143,7 @@ async def update_credential(
 async def validate_access(state: AppState, meta: RequestMetadata, warehouse_id: str) -> dict[str, Any]:
     """Probe the storage the warehouse currently runs with."""
     warehouse = await require_warehouse(state, warehouse_id)
-    await authorize(state, meta, "update_storage", "warehouse", warehouse.id)
+    await authorize_warehouse(state, meta, "update_storage", warehouse.id)
     report = CheckReport()
     storage: dict[str, Storage] = {}
 

@@ -46,6 +46,7 @@ from lakekeeper_host.errors import (
 )
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
+from lakekeeper_host.server.authorize import authorize, checking_actor, created
 from lakekeeper_host.server.names import conflict_for_existing, ident
 from lakekeeper_host.server.resolve import refresh_warehouse
 from lakekeeper_host.server.settled_write import Swap, settled_write
@@ -127,6 +128,11 @@ async def commit_tables(
 
     allowed, _ = effective_format_versions(warehouse)
 
+    # ------------------------------------------------ AUTHZ
+    if checking_actor(state, meta) is not None:
+        for change in changes:
+            await _authorize_change(state, meta, warehouse, change)
+
     # ------------------------------------------------ BUSINESS LOGIC
     contended = changes[0]
     for attempt in range(MAX_COMMIT_ATTEMPTS):
@@ -178,12 +184,35 @@ async def commit_tables(
             [(p.change.namespace, p.change.name, p.row.id, p.change.raw) for p in pending if p.changed],
             prefix=warehouse.id,
         )  # fmt: skip
+        for item in pending:  # a table created by this commit (staged ones were recorded at stage-create)
+            if item.changed and item.base is None:
+                await created(state, meta, "table", item.row.id, ("namespace", item.namespace_id), warehouse.id)
         return [_result(item) for item in pending]
     # no "Commit failed: " here: the Java client puts it in front of every 409 of a commit
     raise commit_failed(
         f"Table {ident(contended.namespace, contended.name)} was changed concurrently during "
         f"{MAX_COMMIT_ATTEMPTS} attempts to apply this commit; retry it"
     )
+
+
+async def _authorize_change(
+    state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, change: TableChange
+) -> None:
+    """``commit`` on an existing table; ``create_table`` on the namespace for one the commit creates.
+    What the caller may not see answers as missing (a missing one is left to :func:`_prepare`)."""
+    found = await tabular_store.find_tabular(
+        state.store, warehouse.id, change.namespace, change.name,
+        include_staged=True, with_metadata=False, cached=True,
+    )
+    if found.namespace is None or (found.tabular is not None and found.tabular.typ != "table"):
+        return
+    if found.tabular is None or found.tabular.staged:
+        if change.creates:
+            await authorize(state, meta, "create_table", "namespace", found.namespace.id, warehouse.id,
+                            hidden=no_such_namespace(change.namespace))
+        return
+    await authorize(state, meta, "commit", "table", found.tabular.id, warehouse.id,
+                    hidden=no_such_table(change.namespace, change.name))
 
 
 def _swapped(item: _Pending) -> Swap:

@@ -49,7 +49,6 @@ async def build_authorizer(settings: OpenFgaSettings, ctx: BuildContext) -> Open
         server_id=ctx.server_id,
         max_batch_check_size=config.max_batch_check_size,
         cache=CheckCache(config.check_cache_capacity, config.check_cache_ttl_secs),
-        instance_admins=host.instance_admins if host is not None else (),
     )
 
 

@@ -10,7 +10,7 @@ tuples per user).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
 from openfga_sdk import ReadRequestTupleKey
@@ -42,8 +42,6 @@ ASSIGNABLE: dict[str, tuple[str, ...]] = {
     "view": ("ownership", "pass_grants", "manage_grants", "describe", "modify"),
     "role": ("ownership", "assignee"),
 }
-# instance admins (LAKEKEEPER__INSTANCE_ADMINS) pass every control-plane check, never these
-DATA_PLANE_ACTIONS = frozenset({("table", "read_data"), ("table", "write_data"), ("view", "select")})
 # user-resource actions: the caller on themself, or the server relation that manages users
 _USER_ACTIONS = {
     "read": "can_list_users",
@@ -113,20 +111,19 @@ class OpenFgaAuthorizer(AuthorizerBase):
         server_id: str,
         max_batch_check_size: int = 50,
         cache: CheckCache | None = None,
-        instance_admins: Iterable[str] = (),
     ) -> None:
         self.client = client
         self.server_id = server_id
         self.max_batch_check_size = max_batch_check_size
         self.cache = cache if cache is not None else CheckCache(0, 0)
-        self.instance_admins = frozenset(instance_admins)
 
     async def close(self) -> None:
         await self.client.close()
 
     def bind_metrics(self, metrics) -> None:
         """Count cache lookups as ``lakekeeper_cache_requests_total{cache="authz-check",result}``."""
-        self.cache.on_lookup = lambda result: metrics.cache.labels("authz-check", result).inc()
+        counters = {result: metrics.cache.labels("authz-check", result) for result in ("hit", "miss")}
+        self.cache.on_lookup = lambda result, count: counters[result].inc(count)
 
     async def health(self) -> bool:
         await self.client.get_store()
@@ -141,15 +138,15 @@ class OpenFgaAuthorizer(AuthorizerBase):
             return f"role:{actor.assumed_role}#assignee"
         return fga_user_id(actor.user_id)
 
-    def _plan(self, actor: Actor, action: str, resource: Resource, admin_bypass: bool) -> bool | CheckKey:
-        """A decision without OpenFGA (True/False), or the check that decides."""
+    def _plan(self, actor: Actor, subject: str | None, action: str, resource: Resource) -> bool | CheckKey:
+        """A decision without OpenFGA (True/False), or the check that decides.
+
+        Instance admins (``LAKEKEEPER__INSTANCE_ADMINS``) are the host's business
+        (``lakekeeper_host.server.authorize``): this authorizer answers from the tuples alone."""
         if action not in ACTIONS.get(resource.kind, ()):
             raise ValueError(f"unknown action {action!r} for a {resource.kind!r}")
-        subject = self._subject(actor)
         if subject is None:
             return False
-        if admin_bypass and actor.user_id in self.instance_admins and (resource.kind, action) not in DATA_PLANE_ACTIONS:
-            return True
         if resource.kind == "user":
             if resource.id == actor.user_id and not actor.assumed_role:
                 return True
@@ -167,10 +164,28 @@ class OpenFgaAuthorizer(AuthorizerBase):
         decisions = await self._decide(actor, [(a, resource) for a in actions])
         return [action for action, ok in zip(actions, decisions, strict=True) if ok]
 
-    async def _decide(
-        self, actor: Actor, questions: Sequence[tuple[str, Resource]], admin_bypass: bool = True
-    ) -> list[bool]:
-        plans = [self._plan(actor, action, resource, admin_bypass) for action, resource in questions]
+    async def principal_allowed_actions(
+        self, principal: Principal, resource: Resource, actions: Sequence[str] | None = None
+    ) -> list[str]:
+        """A role's answer is what its assignees get through it (``role:<id>#assignee``)."""
+        wanted = ACTIONS.get(resource.kind, ()) if actions is None else actions
+        if principal.kind == "role":
+            for action in wanted:
+                if action not in ACTIONS.get(resource.kind, ()):
+                    raise ValueError(f"unknown action {action!r} for a {resource.kind!r}")
+            subject = fga_principal(principal)
+            if resource.kind == "user":
+                keys = [(subject, _USER_ACTIONS[a], f"server:{self.server_id}") for a in wanted]
+            else:
+                keys = [(subject, f"can_{a}", fga_object(resource)) for a in wanted]
+            decisions = await self._checks(keys) if keys else []
+        else:
+            decisions = await self._decide(Actor(user_id=principal.id), [(a, resource) for a in wanted])
+        return [action for action, ok in zip(wanted, decisions, strict=True) if ok]
+
+    async def _decide(self, actor: Actor, questions: Sequence[tuple[str, Resource]]) -> list[bool]:
+        subject = self._subject(actor)
+        plans = [self._plan(actor, subject, action, resource) for action, resource in questions]
         keys = [p for p in plans if not isinstance(p, bool)]
         if keys and actor.assumed_role:
             membership = (fga_user_id(actor.user_id), "can_assume", f"role:{actor.assumed_role}")
@@ -181,14 +196,9 @@ class OpenFgaAuthorizer(AuthorizerBase):
 
     async def _checks(self, keys: Sequence[CheckKey]) -> list[bool]:
         """Answer checks: from the cache, else one check, else batch checks of at most the batch size."""
-        results: dict[CheckKey, bool] = {}
-        missing: list[CheckKey] = []
-        for key in dict.fromkeys(keys):
-            cached = self.cache.get(key)
-            if cached is None:
-                missing.append(key)
-            else:
-                results[key] = cached
+        unique = list(dict.fromkeys(keys))
+        results = self.cache.get_many(unique)
+        missing = [key for key in unique if key not in results]
         generation = self.cache.generation
         if len(missing) == 1:
             user, relation, obj = missing[0]
@@ -321,8 +331,7 @@ class OpenFgaAuthorizer(AuthorizerBase):
                 raise CatalogError(400, "InvalidGrant", f"{assignment.relation!r} cannot be granted on a "
                                    f"{resource.kind}; grantable: {', '.join(assignable)}")
         actions = sorted({grant_action(resource.kind, a.relation) for a in (*writes, *deletes)})
-        # instance admins may not write grants (Lakekeeper): no bypass here
-        decisions = await self._decide(actor, [(a, resource) for a in actions], admin_bypass=False)
+        decisions = await self._decide(actor, [(a, resource) for a in actions])
         denied = [a for a, ok in zip(actions, decisions, strict=True) if not ok]
         if denied:
             raise CatalogError(403, "Forbidden", f"not allowed to {', '.join(d.replace('_', ' ') for d in denied)} "

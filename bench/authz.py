@@ -1,0 +1,195 @@
+"""``python -m bench authz``: what fine-grained authorization costs (issue 21's targets).
+
+Two servers in the same run, both requiring OIDC tokens from a local issuer
+(``lakekeeper_testing.oidc``), on the same database backend:
+
+- ``allowall``: the built-in authorizer (no checks at all);
+- ``openfga``: the OpenFGA plugin against the plugin's OpenFGA HTTP API **test double**
+  (``plugins/authz-openfga/tests/openfga_double.py``; no OpenFGA server can run on this machine),
+  in this orchestrator process, with the plugin's default check cache (50,000 entries, 10 s TTL).
+
+Each holds one namespace of ``--tables`` tables created by alice (the owner: lifecycle tuples).
+bob is granted ``select`` on every tenth table through the permissions API (on the allow-all
+server he may anyway). Measured, as bob, each in its own driver process:
+
+- loadTable, closed loop, 16 workers, over bob's tables (the same names on both servers);
+- the first page (100) of listTables: unfiltered on allow-all, filtered (bob sees 10 %, so the page
+  is read through all rows, checked in batches) on OpenFGA; the first request of each alone, as
+  its caches are cold.
+
+Targets: loadTable ≥ 0.7 × allow-all; a filtered list page ≤ 3 × the unfiltered one. Results go
+to ``bench/results/authz-<date>-<backend>.json`` and ``bench/AUTHZ.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.processes import OurServer, postgres_database, run_driver
+
+REPO = Path(__file__).resolve().parents[1]
+NAMESPACE = ["bench_authz"]
+WAREHOUSE = "authz"
+SHAPE = {"width": 1, "depth": 1, "tables_per_leaf": 1, "views_per_leaf": 0, "columns": 10, "properties": 10}
+
+
+def _double():
+    sys.path.insert(0, str(REPO / "plugins" / "authz-openfga" / "tests"))
+    from openfga_double import OpenFgaDouble  # the plugin's test double of OpenFGA's HTTP API
+
+    return OpenFgaDouble().start()
+
+
+def _populate(server_url: str, alice: str, bob: str, tables: int, root: str, *, grant: bool) -> list[str]:
+    """alice bootstraps, creates the warehouse and (in the driver) the tables; bob gets select on
+    every tenth table when ``grant``. Returns bob's table names."""
+    with httpx.Client(base_url=server_url, timeout=120, headers={"Authorization": f"Bearer {alice}"}) as http:
+        http.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).raise_for_status()
+        made = http.post("/management/v1/warehouse", json={
+            "warehouse-name": WAREHOUSE, "storage-profile": {"type": "file", "root": root}})
+        made.raise_for_status()
+        prefix = made.json()["warehouse-id"]  # the catalog prefix
+        names = [f"t_{i:05d}" for i in range(tables)]
+        created = run_driver("create_flat", {"target": _target(server_url, alice), "namespace": NAMESPACE,
+                                             "tables": names, "shape": SHAPE})
+        if "failed" in created:
+            raise RuntimeError(f"creating tables failed: {created}")
+        visible = names[::10]
+        if grant:
+            for name in visible:
+                table_id = http.get(f"/catalog/v1/{prefix}/namespaces/{NAMESPACE[0]}/tables/{name}").json()[
+                    "metadata"]["table-uuid"]
+                http.post(f"/management/v1/permissions/warehouse/{prefix}/table/{table_id}/assignments",
+                          json={"writes": [{"type": "select", "user": "oidc~bob"}]}).raise_for_status()
+        return visible
+
+
+def _target(server_url: str, token: str) -> dict[str, Any]:
+    return {"name": "ours", "catalog_url": server_url + "/catalog", "warehouse": WAREHOUSE, "token": token}
+
+
+def run(backend: str, *, tables: int = 1000, seconds: float = 15.0, samples: int = 20,
+        out: Path | None = None) -> dict[str, Any]:
+    from lakekeeper_testing.oidc import OidcIssuer
+
+    out = out or REPO / "bench" / "results"
+    result: dict[str, Any] = {"kind": "authz", "backend": backend, "tables": tables, "visible_to_bob": tables // 10,
+                              "seconds": seconds, "samples": samples,
+                              "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                              "machine": {"python": platform.python_version(), "cpu": platform.processor()
+                                          or platform.machine()},
+                              "servers": {}}
+    double = _double()
+    try:
+        with OidcIssuer("bench", audience="lakekeeper", token_lifetime=7200) as idp, \
+                tempfile.TemporaryDirectory(prefix="bench-authz-") as tmp:
+            alice, bob = idp.mint("alice"), idp.mint("bob")
+            for name in ("allowall", "openfga"):
+                env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri, "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
+                       "LAKEKEEPER__EMBEDDED_QUICKSTART": "false", "LAKEKEEPER__AUTHZ_BACKEND": name}
+                if name == "openfga":
+                    env |= {"LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
+                            "LAKEKEEPER__OPENFGA__STORE_NAME": f"bench-{dt.datetime.now().strftime('%H%M%S')}"}
+                with _database(backend) as db_env:
+                    env |= db_env
+                    data_dir = Path(tmp) / name
+                    data_dir.mkdir()
+                    server = OurServer(env, data_dir=str(data_dir)).start()
+                    try:
+                        visible = _populate(server.url, alice, bob, tables, str(Path(tmp) / f"{name}-wh"),
+                                            grant=name == "openfga")
+                        bobs = _target(server.url, bob)
+                        load = run_driver("load_table_throughput", {
+                            "target": bobs, "tables": [[NAMESPACE, t] for t in visible], "concurrency": 16,
+                            "duration": seconds}, server_pid=server.pid)
+                        listing = run_driver("list_page_latency", {
+                            "target": bobs, "namespace": NAMESPACE, "samples": samples}, server_pid=server.pid)
+                        result["servers"][name] = {"load_table_c16": load, "list_first_page": listing}
+                    finally:
+                        server.stop()
+    finally:
+        double.stop()
+    result["summary"] = summarize(result)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"authz-{result['date'][:10]}-{backend}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    (REPO / "bench" / "AUTHZ.md").write_text(render(result, path))
+    return result
+
+
+class _database:
+    """Environment for a fresh database of ``backend`` (SQLite: the server's data dir)."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self._context = None
+
+    def __enter__(self) -> dict[str, str]:
+        if self.backend != "postgres":
+            return {}
+        self._context = postgres_database()
+        url = self._context.__enter__()
+        return {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
+
+    def __exit__(self, *exc: object) -> None:
+        if self._context is not None:
+            self._context.__exit__(*exc)
+
+
+def summarize(result: dict[str, Any]) -> dict[str, Any]:
+    allow, fga = result["servers"].get("allowall", {}), result["servers"].get("openfga", {})
+
+    def rate(server: dict[str, Any]) -> float | None:
+        return (server.get("load_table_c16") or {}).get("throughput_rps")
+
+    def p50(server: dict[str, Any]) -> float | None:
+        return (server.get("list_first_page") or {}).get("p50_ms")
+
+    load_ratio = round(rate(fga) / rate(allow), 3) if rate(fga) and rate(allow) else None
+    list_ratio = round(p50(fga) / p50(allow), 3) if p50(fga) and p50(allow) else None
+    return {
+        "load_table_openfga_vs_allowall": load_ratio,
+        "filtered_list_page_vs_unfiltered_p50": list_ratio,
+        "targets": {"load_table_ge_0.7": load_ratio is not None and load_ratio >= 0.7,
+                    "filtered_page_le_3x": list_ratio is not None and list_ratio <= 3},
+    }
+
+
+def render(result: dict[str, Any], path: Path) -> str:
+    rows = []
+    for name, server in result["servers"].items():
+        load, listing = server["load_table_c16"], server["list_first_page"]
+        rows.append(f"| {name} | {load.get('throughput_rps')} | {load.get('p50_ms', '')} | "
+                    f"{load.get('server_cpu_ms_per_request', '')} | {listing.get('listed')} | "
+                    f"{listing.get('p50_ms')} | {listing.get('p95_ms')} | {listing.get('first_request_ms')} |")
+    summary = result["summary"]
+    return f"""# Authorization benchmark
+
+`python -m bench authz --backend {result['backend']}` on {result['date']} ({result['machine']['cpu']},
+Python {result['machine']['python']}); raw numbers in `{path.relative_to(REPO)}`. How it runs:
+`bench/authz.py`. OpenFGA is the plugin's **test double** of OpenFGA's HTTP API (Python, in the
+orchestrator process): no OpenFGA server can run on this machine, so the OpenFGA side's absolute cost
+differs from a real deployment's; the check cache (10 s TTL) is the plugin's default.
+
+{result['tables']} tables in one namespace; bob may see {result['visible_to_bob']} (select on every tenth).
+loadTable: closed loop, 16 workers, {result['seconds']} s over bob's tables. List: page size 100, first page,
+{result['samples']} sequential samples after one cold request.
+
+| authorizer | loadTable/s | loadTable p50 ms | server CPU ms/request | ids on first page | list p50 ms \
+| list p95 ms | first (cold) list ms |
+|---|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+- loadTable with OpenFGA / allow-all: **{summary['load_table_openfga_vs_allowall']}** (target ≥ 0.7:
+  {'met' if summary['targets']['load_table_ge_0.7'] else 'not met'})
+- filtered list page / unfiltered (p50): **{summary['filtered_list_page_vs_unfiltered_p50']}** (target ≤ 3:
+  {'met' if summary['targets']['filtered_page_le_3x'] else 'not met'})
+"""

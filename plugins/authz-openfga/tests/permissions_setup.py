@@ -1,0 +1,130 @@
+"""A served catalog with the ``openfga`` authorizer for the permissions API and console tests.
+
+A ``lakekeeper serve`` against the OpenFGA API double (``openfga_double.py``) with OIDC users from a
+local issuer: alice bootstraps and builds project > warehouse ``perms`` > namespace ``sales`` >
+table ``orders`` and a role ``analysts``; bob has nothing; root is an instance admin.
+
+Until the server writes lifecycle tuples itself (issue 21, enforcement), :func:`build_catalog`
+writes the parent and ownership tuples each create writes (the tuples
+``OpenFgaAuthorizer.on_created`` writes) straight into the double's store, before any check about
+the new object can be cached.
+"""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import quote
+
+import httpx
+from openfga_double import OpenFgaDouble
+
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.server import CatalogServer
+
+PERMS = "/management/v1/permissions"
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+
+class Caller:
+    """An httpx client that sends a fresh token of one OIDC subject with every request."""
+
+    def __init__(self, server: CatalogServer, idp: OidcIssuer, subject: str) -> None:
+        self.user_id = f"oidc~{subject}"
+        self._idp, self._subject = idp, subject
+        self.client = httpx.Client(base_url=server.url, timeout=60)
+
+    def request(self, method: str, path: str, **kwargs) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self._idp.mint(self._subject)}", **kwargs.pop("headers", {})}
+        return self.client.request(method, path, headers=headers, **kwargs)
+
+    def get(self, path: str, **kwargs) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs) -> httpx.Response:
+        return self.request("POST", path, **kwargs)
+
+    def access(self, path: str, **params) -> httpx.Response:
+        return self.get(f"{PERMS}{path}/access", params=params)
+
+    def actions(self, path: str, **params) -> list[str]:
+        response = self.access(path, **params)
+        assert response.status_code == 200, response.text
+        return response.json()["allowed-actions"]
+
+    def grant(self, path: str, writes=(), deletes=()) -> httpx.Response:
+        return self.post(f"{PERMS}{path}/assignments", json={"writes": list(writes), "deletes": list(deletes)})
+
+    def check(self, operation: dict, identity: dict | None = None) -> httpx.Response:
+        return self.post(f"{PERMS}/check", json={"operation": operation, "identity": identity})
+
+
+class Catalog:
+    """What alice built: project > warehouse > namespace ``sales`` > table ``orders``, a role."""
+
+    server_id: str
+    project_id: str
+    warehouse_id: str
+    namespace_id: str
+    table_id: str
+    role_id: str
+
+    @property
+    def table(self) -> str:
+        return f"/warehouse/{self.warehouse_id}/table/{self.table_id}"
+
+
+def openfga_oidc_server(double: OpenFgaDouble, idp: OidcIssuer) -> tuple[CatalogServer, str]:
+    """A started server (embedded, no quickstart) and the name of its OpenFGA store."""
+    store_name = f"lk-{uuid.uuid4().hex[:8]}"
+    server = CatalogServer({
+        "LAKEKEEPER__AUTHZ_BACKEND": "openfga",
+        "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
+        "LAKEKEEPER__OPENFGA__STORE_NAME": store_name,
+        "LAKEKEEPER__OPENFGA__API_KEY": "fga-api-key",
+        "LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri,
+        "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
+        "LAKEKEEPER__INSTANCE_ADMINS": '["oidc~root"]',
+        "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
+    }).start(timeout=120)
+    return server, store_name
+
+
+def build_catalog(server: CatalogServer, double: OpenFgaDouble, store_name: str, alice: Caller,
+                  warehouse_root: str) -> Catalog:
+    tuples = double.store_named(store_name).tuples
+
+    def created(kind: str, object_id: str, parent: str, parent_link: str, child_link: str | None,
+                owner_relation: str = "ownership") -> None:
+        tuples.add(parent, parent_link, f"{kind}:{object_id}")
+        if child_link:
+            tuples.add(f"{kind}:{object_id}", child_link, parent)
+        tuples.add("user:" + quote(alice.user_id, safe=""), owner_relation, f"{kind}:{object_id}")
+
+    catalog = Catalog()
+    assert alice.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).status_code == 204
+    info = alice.get("/management/v1/info").json()
+    catalog.server_id, catalog.project_id = info["server-id"], info["default-project-id"]
+    created("project", catalog.project_id, f"server:{catalog.server_id}", "server", None, "project_admin")
+    made = alice.post("/management/v1/warehouse", json={
+        "warehouse-name": "perms", "storage-profile": {"type": "file", "root": warehouse_root}})
+    assert made.status_code == 201, made.text
+    catalog.warehouse_id = made.json()["warehouse-id"]
+    created("warehouse", catalog.warehouse_id, f"project:{catalog.project_id}", "project", "warehouse")
+    prefix = f"/catalog/v1/{catalog.warehouse_id}"
+    assert alice.post(f"{prefix}/namespaces", json={"namespace": ["sales"]}).status_code == 200
+    # its id from the database: reading it through the API would check (and cache) before the tuples;
+    # in a thread of its own, as a browser test's Playwright runs an event loop in this one
+    with ThreadPoolExecutor(1) as thread:
+        catalog.namespace_id = thread.submit(server.fetch_val, "SELECT id FROM namespace WHERE warehouse_id = :w",
+                                             {"w": catalog.warehouse_id}).result()
+    created("namespace", catalog.namespace_id, f"warehouse:{catalog.warehouse_id}", "parent", "namespace")
+    table = alice.post(f"{prefix}/namespaces/sales/tables", json={"name": "orders", "schema": SCHEMA})
+    assert table.status_code == 200, table.text
+    catalog.table_id = table.json()["metadata"]["table-uuid"]
+    created("table", catalog.table_id, f"namespace:{catalog.namespace_id}", "parent", "child")
+    role = alice.post("/management/v1/role", json={"name": "analysts"})
+    assert role.status_code == 201, role.text
+    catalog.role_id = role.json()["id"]
+    created("role", catalog.role_id, f"project:{catalog.project_id}", "project", None)
+    return catalog

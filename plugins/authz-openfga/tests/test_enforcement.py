@@ -1,0 +1,381 @@
+"""End to end: a ``lakekeeper serve`` with ``LAKEKEEPER__AUTHZ_BACKEND=openfga`` and OIDC, two users.
+
+``alice`` bootstraps (server admin; project admin of the default project), so she owns everything
+she creates. ``bob`` has no grants, then ``select`` on one table. PyIceberg (and plain HTTP for
+the exact ErrorModels) shows what bob may see and do. Storage is a real SeaweedFS with STS, so the
+read-only credentials bob gets are really read-only.
+
+OpenFGA itself cannot run here: the plugin talks to the OpenFGA HTTP API test double
+(``openfga_double.py``, checked against the real engine by ``test_double_conformance.py``). Grants
+are written straight into the double's tuple store (the permissions API is a separate route), so
+this server runs with the check cache off (``CHECK_CACHE_CAPACITY=0``) to see them at once; that
+grants written *through* the authorizer invalidate its cache is tested in ``test_authorizer.py``.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pyarrow as pa
+import pytest
+from botocore.exceptions import ClientError
+from openfga_double import OpenFgaDouble
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, NoSuchTableError
+
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import SeaweedS3, seaweed_iam_config, seaweed_role_arn, service_or_skip
+
+BUCKET = "lakekeeper"
+ROLE = "vended"
+ROLE_POLICY = {
+    "Statement": [
+        {"Effect": "Allow", "Action": ["s3:*"], "Resource": [f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"]}
+    ]
+}
+ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"], pa.string())})
+VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+
+
+@pytest.fixture(scope="module")
+def seaweed() -> Iterator[SeaweedS3]:
+    server = service_or_skip(SeaweedS3(iam_config=seaweed_iam_config({ROLE: ROLE_POLICY}), buckets=[BUCKET]))
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def double() -> Iterator[OpenFgaDouble]:
+    fake = OpenFgaDouble().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[OidcIssuer]:
+    with OidcIssuer("fga", audience="lakekeeper") as issuer:
+        yield issuer
+
+
+class World:
+    """The running server, the double's store, alice's catalog and the objects she made."""
+
+    def __init__(self, server: CatalogServer, double: OpenFgaDouble, store_name: str, idp: OidcIssuer,
+                 seaweed: SeaweedS3, warehouse: str, warehouse_id: str) -> None:
+        self.server, self.double, self.store_name, self.idp = server, double, store_name, idp
+        self.seaweed, self.warehouse, self.warehouse_id = seaweed, warehouse, warehouse_id
+        self.prefix = f"/catalog/v1/{warehouse_id}"
+
+    @property
+    def tuples(self):
+        return self.double.store_named(self.store_name).tuples
+
+    def grant(self, user: str, relation: str, obj: str) -> None:
+        self.tuples.add(f"user:oidc~{user}", relation, obj)
+
+    def revoke(self, user: str, relation: str, obj: str) -> None:
+        self.tuples.remove(f"user:oidc~{user}", relation, obj)
+
+    def http(self, user: str) -> httpx.Client:
+        return httpx.Client(base_url=self.server.url, timeout=60,
+                            headers={"Authorization": f"Bearer {self.idp.mint(user)}"})
+
+    def catalog(self, user: str) -> RestCatalog:
+        return RestCatalog(f"{user}-{uuid.uuid4().hex[:6]}", uri=self.server.catalog_url, warehouse=self.warehouse,
+                           token=self.idp.mint(user), **{"header.X-Iceberg-Access-Delegation": "vended-credentials"})
+
+    def table_id(self, namespace: str, name: str) -> str:
+        with self.http("alice") as alice:
+            response = alice.get(f"{self.prefix}/namespaces/{namespace}/tables/{name}")
+        assert response.status_code == 200, response.text
+        return response.json()["metadata"]["table-uuid"]
+
+
+@pytest.fixture(scope="module")
+def world(double, idp, seaweed) -> Iterator[World]:
+    store_name = f"lk-{uuid.uuid4().hex[:8]}"
+    server = CatalogServer({
+        "LAKEKEEPER__AUTHZ_BACKEND": "openfga",
+        "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
+        "LAKEKEEPER__OPENFGA__STORE_NAME": store_name,
+        "LAKEKEEPER__OPENFGA__CHECK_CACHE_CAPACITY": "0",
+        "LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri,
+        "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
+    }).start(timeout=120)
+    try:
+        token = idp.mint("alice")
+        with httpx.Client(base_url=server.url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as alice:
+            alice.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).raise_for_status()
+            name = f"wh-{uuid.uuid4().hex[:8]}"
+            created = alice.post("/management/v1/warehouse", json={
+                "warehouse-name": name,
+                "storage-profile": {
+                    "type": "s3", "bucket": BUCKET, "key-prefix": f"fga-{uuid.uuid4().hex[:8]}",
+                    "endpoint": seaweed.endpoint, "region": seaweed.region, "path-style-access": True,
+                    "flavor": "s3-compat", "sts-enabled": True, "sts-role-arn": seaweed_role_arn(ROLE),
+                },
+                "storage-credential": {"type": "s3", "credential-type": "access-key",
+                                       "aws-access-key-id": seaweed.access_key,
+                                       "aws-secret-access-key": seaweed.secret_key},
+            })  # fmt: skip
+            assert created.status_code == 201, created.text
+        w = World(server, double, store_name, idp, seaweed, name, created.json()["warehouse-id"])
+        catalog = w.catalog("alice")
+        for namespace in ("sales", "hr"):
+            catalog.create_namespace(namespace)
+        for table in ("sales.orders", "sales.refunds", "hr.salaries"):
+            catalog.create_table(table, schema=ROWS.schema).append(ROWS)
+        yield w
+    finally:
+        server.close()
+
+
+def error(response: httpx.Response) -> dict:
+    body = response.json()
+    assert set(body) == {"error"} and body["error"]["code"] == response.status_code, body
+    return body["error"]
+
+
+def test_lifecycle_tuples_make_alice_the_owner_of_what_she_created(world: World) -> None:
+    keys = set(world.tuples.keys)
+    orders = world.table_id("sales", "orders")
+    assert ("user:oidc~alice", "ownership", f"warehouse:{world.warehouse_id}") in keys
+    assert ("user:oidc~alice", "ownership", f"table:{orders}") in keys
+    parents = {(u, o) for (u, r, o) in keys if r == "parent" and o == f"table:{orders}"}
+    assert len(parents) == 1 and next(iter(parents))[0].startswith("namespace:")
+
+
+def test_bob_without_grants_sees_nothing_and_hidden_is_the_same_404_as_missing(world: World) -> None:
+    with world.http("bob") as bob:
+        config = bob.get("/catalog/v1/config", params={"warehouse": world.warehouse})
+        assert config.status_code == 404 and error(config)["type"] == "NoSuchWarehouseException"
+        hidden = bob.get(f"{world.prefix}/namespaces/sales/tables/orders")
+        missing = bob.get(f"{world.prefix}/namespaces/sales/tables/no_such_table")
+        assert hidden.status_code == missing.status_code == 404
+        assert error(hidden)["type"] == error(missing)["type"] == "NoSuchTableException"
+        assert error(hidden)["message"] == error(missing)["message"].replace("no_such_table", "orders")
+        assert bob.head(f"{world.prefix}/namespaces/sales/tables/orders").status_code == 404
+        namespace = bob.get(f"{world.prefix}/namespaces/hr")
+        assert namespace.status_code == 404 and error(namespace)["type"] == "NoSuchNamespaceException"
+        dropped = bob.delete(f"{world.prefix}/namespaces/sales/tables/orders")
+        assert dropped.status_code == 404 and error(dropped)["type"] == "NoSuchTableException"
+        assert bob.get("/management/v1/project-list").json()["projects"] == []
+        warehouses = bob.get("/management/v1/warehouse")
+        assert warehouses.status_code == 404  # not even the project is visible
+    with world.http("alice") as alice:  # alice, the owner, sees it all
+        assert len(alice.get(f"{world.prefix}/namespaces/sales/tables").json()["identifiers"]) == 2
+
+
+def test_select_on_one_table_shows_its_path_and_reads_with_read_only_credentials(world: World) -> None:
+    orders = world.table_id("sales", "orders")
+    world.grant("bob", "select", f"table:{orders}")
+    try:
+        catalog = world.catalog("bob")
+        assert catalog.list_namespaces() == [("sales",)]
+        assert catalog.list_tables("sales") == [("sales", "orders")]
+        with pytest.raises(NoSuchTableError):
+            catalog.load_table("sales.refunds")
+        with pytest.raises(NoSuchNamespaceError):
+            catalog.list_tables("hr")
+        table = catalog.load_table("sales.orders")
+        assert table.scan().to_arrow().sort_by("id").equals(ROWS)
+
+        # the credentials are read-only: S3 itself refuses a write with them
+        props = table.io.properties
+        s3 = world.seaweed.client(aws_access_key_id=props["s3.access-key-id"],
+                                  aws_secret_access_key=props["s3.secret-access-key"],
+                                  aws_session_token=props["s3.session-token"])
+        key = table.location().split("://", 1)[1].split("/", 1)[1] + "/data/bob.parquet"
+        with pytest.raises(ClientError) as refused:
+            s3.put_object(Bucket=BUCKET, Key=key, Body=b"x")
+        assert refused.value.response["Error"]["Code"] == "AccessDenied"
+
+        # bob's append is refused (his files cannot be written; the catalog refuses the commit: 403)
+        with pytest.raises(Exception):  # noqa: B017 - S3 refuses the data file first
+            table.append(ROWS)
+        with pytest.raises(ForbiddenError):
+            table.transaction().set_properties(owner="bob").commit_transaction()
+        with world.http("bob") as bob:
+            commit = bob.post(f"{world.prefix}/namespaces/sales/tables/orders",
+                              json={"requirements": [], "updates": [{"action": "set-properties",
+                                                                     "updates": {"owner": "bob"}}]})
+            assert commit.status_code == 403 and error(commit)["type"] == "ForbiddenException"
+            # the credentials endpoint and the remote signer follow the same rights
+            creds = bob.get(f"{world.prefix}/namespaces/sales/tables/orders/credentials")
+            assert creds.status_code == 200, creds.text
+            sign = f"/catalog/v1/signer/{world.warehouse_id}/tabular-id/{orders}/v1/aws/s3/sign"
+            body = {"region": world.seaweed.region, "uri": f"{world.seaweed.endpoint}/{BUCKET}/"
+                    f"{urllib.parse.quote(key)}", "headers": {"User-Agent": ["test"]}}
+            assert bob.post(sign, json={**body, "method": "GET"}).status_code == 200
+            assert bob.post(sign, json={**body, "method": "PUT"}).status_code == 403
+        assert catalog.load_table("sales.orders").scan().to_arrow().num_rows == 3  # nothing was added
+    finally:
+        world.revoke("bob", "select", f"table:{orders}")
+
+
+def test_a_revoked_grant_takes_effect_at_once(world: World) -> None:
+    orders = world.table_id("sales", "orders")
+    world.grant("bob", "select", f"table:{orders}")
+    catalog = world.catalog("bob")
+    assert catalog.load_table("sales.orders").scan().to_arrow().num_rows == 3
+    world.revoke("bob", "select", f"table:{orders}")
+    with pytest.raises(NoSuchTableError):
+        catalog.load_table("sales.orders")
+    with world.http("bob") as bob:
+        assert bob.get(f"{world.prefix}/namespaces/sales/tables").status_code == 404
+
+
+def test_filtered_lists_paginate_without_skipping_or_repeating(world: World) -> None:
+    alice = world.catalog("alice")
+    alice.create_namespace("many")
+    names = [f"t{i:02d}" for i in range(11)]
+    for name in names:
+        alice.create_table(f"many.{name}", schema=ROWS.schema)
+    granted = ["t01", "t02", "t05", "t09", "t10"]
+    for name in granted:
+        world.grant("bob", "describe", f"table:{world.table_id('many', name)}")
+    with world.http("bob") as bob:
+        seen, token, pages = [], "", 0
+        while token is not None:
+            page = bob.get(f"{world.prefix}/namespaces/many/tables", params={"pageSize": 2, "pageToken": token})
+            assert page.status_code == 200, page.text
+            body = page.json()
+            assert len(body["identifiers"]) <= 2
+            seen += [i["name"] for i in body["identifiers"]]
+            token, pages = body.get("next-page-token"), pages + 1
+        assert seen == granted and pages >= 3
+    with world.http("alice") as owner:
+        listed = owner.get(f"{world.prefix}/namespaces/many/tables", params={"pageSize": 100}).json()
+        assert [i["name"] for i in listed["identifiers"]] == names
+
+
+def test_drop_and_move_keep_the_tuples_right(world: World) -> None:
+    alice = world.catalog("alice")
+    alice.create_namespace("scratch")
+    alice.create_namespace("archive")
+    alice.create_table("scratch.tmp", schema=ROWS.schema)
+    alice.create_table("scratch.keep", schema=ROWS.schema)
+    tmp, keep = world.table_id("scratch", "tmp"), world.table_id("scratch", "keep")
+    alice.drop_table("scratch.tmp")
+    assert not [k for k in world.tuples.keys if f"table:{tmp}" in k]
+    alice.rename_table("scratch.keep", "archive.keep")
+    parents = [u for (u, r, o) in world.tuples.keys if r == "parent" and o == f"table:{keep}"]
+    archive = next(o for (u, r, o) in world.tuples.keys if r == "child" and u == f"table:{keep}")
+    assert parents == [archive]
+    # a grant on the new namespace now reaches the moved table
+    world.grant("bob", "select", archive)
+    try:
+        assert world.catalog("bob").load_table("archive.keep").name() == ("archive", "keep")
+    finally:
+        world.revoke("bob", "select", archive)
+
+
+def test_views_follow_the_same_rules(world: World) -> None:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+    from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
+
+    alice = world.catalog("alice")
+    version = ViewVersion(
+        version_id=1, schema_id=0, timestamp_ms=1_700_000_000_000, summary={"engine-name": "test"},
+        representations=[SQLViewRepresentation(type="sql", sql="SELECT 1 AS id", dialect="spark")],
+        default_namespace=["sales"],
+    )
+    alice.create_view("sales.daily", Schema(NestedField(1, "id", LongType())), version)
+    alice.create_view("sales.weekly", Schema(NestedField(1, "id", LongType())), version)
+    with world.http("alice") as owner:
+        daily = "view:" + owner.get(f"{world.prefix}/namespaces/sales/views/daily").json()["metadata"]["view-uuid"]
+    assert ("user:oidc~alice", "ownership", daily) in world.tuples.keys
+    orders = world.table_id("sales", "orders")
+    world.grant("bob", "select", f"table:{orders}")
+    try:
+        with world.http("bob") as bob:
+            listed = bob.get(f"{world.prefix}/namespaces/sales/views")
+            assert listed.status_code == 200 and listed.json()["identifiers"] == []
+            hidden = bob.get(f"{world.prefix}/namespaces/sales/views/weekly")
+            assert hidden.status_code == 404 and error(hidden)["type"] == "NoSuchViewException"
+            world.grant("bob", "describe", daily)
+            try:
+                names = [i["name"] for i in bob.get(f"{world.prefix}/namespaces/sales/views").json()["identifiers"]]
+                assert names == ["daily"]
+                assert bob.get(f"{world.prefix}/namespaces/sales/views/daily").status_code == 200
+                assert bob.get(f"{world.prefix}/namespaces/sales/views/weekly").status_code == 404
+                dropped = bob.delete(f"{world.prefix}/namespaces/sales/views/daily")
+                assert dropped.status_code == 403 and error(dropped)["type"] == "ForbiddenException"
+            finally:
+                world.revoke("bob", "describe", daily)
+    finally:
+        world.revoke("bob", "select", f"table:{orders}")
+    alice.drop_view("sales.weekly")
+    alice.drop_view("sales.daily")
+    assert not [k for k in world.tuples.keys if k[2].startswith("view:") or k[0].startswith("view:")]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    import shutil
+
+    if shutil.which("java") is None:
+        pytest.skip("java (17) is not installed")
+    from lakekeeper_host.spark import shared_session
+
+    session = shared_session()
+    yield session
+    session.stop()
+
+
+@pytest.mark.spark
+def test_spark_as_bob_selects_the_granted_table_and_cannot_insert(world: World, spark) -> None:
+    """Spark's Iceberg REST client with bob's token. Its files go through s3a with keys that may
+    write (Spark here cannot use vended credentials), so the refusal of the INSERT is the catalog's."""
+    from lakekeeper_host.spark import add_catalog
+
+    orders = world.table_id("sales", "orders")
+    world.grant("bob", "select", f"table:{orders}")
+    try:
+        name = "bob_" + uuid.uuid4().hex[:6]
+        s3 = {"endpoint": world.seaweed.endpoint, "access_key": world.seaweed.access_key,
+              "secret_key": world.seaweed.secret_key, "region": world.seaweed.region}
+        add_catalog(spark, world.server.catalog_url, world.warehouse, catalog_name=name, s3=s3,
+                    token=world.idp.mint("bob"))
+        rows = spark.sql(f"SELECT id, name FROM {name}.sales.orders ORDER BY id").collect()
+        assert [(r.id, r.name) for r in rows] == [(1, "a"), (2, "b"), (3, "c")]
+        assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {name}.sales").collect()] == ["orders"]
+        with pytest.raises(Exception, match="(?i)table or view|not found"):
+            spark.sql(f"SELECT * FROM {name}.sales.refunds").collect()
+        with pytest.raises(Exception, match="(?i)forbidden|not allowed"):
+            spark.sql(f"INSERT INTO {name}.sales.orders VALUES (4, 'd')")
+        assert world.catalog("alice").load_table("sales.orders").scan().to_arrow().num_rows == 3
+    finally:
+        world.revoke("bob", "select", f"table:{orders}")
+
+
+def test_a_moved_namespace_takes_its_new_parents_grants(world: World) -> None:
+    alice = world.catalog("alice")
+    alice.create_namespace("team")
+    alice.create_namespace("loose")
+    alice.create_table("loose.notes", schema=ROWS.schema)
+    with world.http("alice") as owner:
+        ids = {n: owner.get(f"{world.prefix}/namespaces/{n}", params={"returnUuid": "true"}).json()["namespace-uuid"]
+               for n in ("team", "loose")}
+    world.grant("bob", "select", f"namespace:{ids['team']}")
+    try:
+        with world.http("bob") as bob:
+            assert bob.get(f"{world.prefix}/namespaces/loose/tables/notes").status_code == 404
+            moved = bob.post(f"/management/v1/warehouse/{world.warehouse_id}/namespace/{ids['loose']}/move",
+                             json={"destination": ["team", "loose"]})
+            assert moved.status_code == 404, moved.text  # bob cannot see "loose"
+        with world.http("alice") as owner:
+            moved = owner.post(f"/management/v1/warehouse/{world.warehouse_id}/namespace/{ids['loose']}/move",
+                               json={"destination": ["team", "loose"]})
+            assert moved.status_code == 200, moved.text
+        assert [u for (u, r, o) in world.tuples.keys if r == "parent" and o == f"namespace:{ids['loose']}"] == [
+            f"namespace:{ids['team']}"]
+        table = world.catalog("bob").load_table("team.loose.notes")
+        assert table.name() == ("team", "loose", "notes")
+    finally:
+        world.revoke("bob", "select", f"namespace:{ids['team']}")
