@@ -396,7 +396,7 @@ async def add_members(
     async with state.store.transaction() as tx:
         role = await _role_in_project(tx, role_id, project_id)
         # ---- AUTHZ ----
-        await require_allowed(state, meta.actor, "manage_role_assignments", Resource("role", role.id))
+        await require_allowed(state, meta.actor, "grant_assignee", Resource("role", role.id))
         # ---- BUSINESS LOGIC ----
         await role_store.lock_memberships(tx, project_id)
         user_ids = [m for t, m in members if t == "user"]
@@ -455,7 +455,7 @@ async def remove_member(
     project_id = _project(state, meta)
     async with state.store.transaction() as tx:
         role = await _role_in_project(tx, role_id, project_id)
-        await require_allowed(state, meta.actor, "manage_role_assignments", Resource("role", role.id))
+        await require_allowed(state, meta.actor, "grant_assignee", Resource("role", role.id))
         await role_store.lock_memberships(tx, project_id)
         await role_store.remove_member(tx, role.id, member_type, member_id)
 
@@ -488,7 +488,7 @@ async def list_members(
         below = graph.descendants(role.id)
         members = await role_store.list_members(state.store, [role.id, *below], member_type=member_type)
     else:
-        await require_allowed(state, meta.actor, "read_role_assignments", Resource("role", role.id))
+        await require_allowed(state, meta.actor, "read_assignments", Resource("role", role.id))
         members = await role_store.list_members(state.store, [role.id], member_type=member_type)
     return _page(members, page_token, page_size(state, size))
 
@@ -504,7 +504,7 @@ async def member_of(
         found = await role_store.roles_by_ids(state.store, graph.ancestors(role.id))
         roles = sorted(found.values(), key=lambda r: (r.created_at, r.id))
     else:
-        await require_allowed(state, meta.actor, "read_role_assignments", Resource("role", role.id))
+        await require_allowed(state, meta.actor, "read_assignments", Resource("role", role.id))
         roles = await role_store.roles_with_member(state.store, "role", role.id, project_id)
     return _page(roles, page_token, page_size(state, size))
 

@@ -761,9 +761,10 @@ async def fetch_scan_tasks(state: AppState, *, tabular_id: str, plan_task: Any) 
 
 
 async def _resolve(state: AppState, meta: RequestMetadata, warehouse: Any, parts: list[str], name: str) -> Any:
-
+    """The table, for a caller who may read its data: a plan names the data files (403 for a caller
+    who may only see the table, the usual 404 for one who may not)."""
     _, row = await resolve_table(state, warehouse, parts, name)
-    await authorize(state, meta, "get_metadata", "table", row.id, warehouse.id, hidden=no_such_table(parts, name))
+    await authorize(state, meta, "read_data", "table", row.id, warehouse.id, hidden=no_such_table(parts, name))
     return row
 
 

@@ -379,3 +379,44 @@ def test_a_moved_namespace_takes_its_new_parents_grants(world: World) -> None:
         assert table.name() == ("team", "loose", "notes")
     finally:
         world.revoke("bob", "select", f"namespace:{ids['team']}")
+
+
+def test_roles_are_owned_by_their_creator_and_leave_no_tuples(world: World) -> None:
+    with world.http("alice") as alice:
+        created = alice.post("/management/v1/role", json={"name": f"analysts-{uuid.uuid4().hex[:6]}"})
+        assert created.status_code == 201, created.text
+        role = f"role:{created.json()['id']}"
+        assert ("user:oidc~alice", "ownership", role) in world.tuples.keys
+        assert any(r == "project" and o == role for (_, r, o) in world.tuples.keys)
+        members = alice.post(f"/management/v1/role/{created.json()['id']}/members",
+                             json={"members": [{"type": "user", "id": "oidc~alice"}]})
+        assert members.status_code < 300, members.text
+        listed = alice.get("/management/v1/role")
+        assert created.json()["id"] in [r["id"] for r in listed.json()["roles"]]
+        assert alice.delete(f"/management/v1/role/{created.json()['id']}").status_code == 204
+    assert not [k for k in world.tuples.keys if role in (k[0].split("#")[0], k[2])]
+    with world.http("bob") as bob:  # bob sees no project, so no roles either
+        assert bob.get("/management/v1/role").status_code in (403, 404)
+
+
+def test_describe_only_sees_the_table_but_gets_no_data_access(world: World) -> None:
+    refunds = world.table_id("sales", "refunds")
+    world.grant("bob", "describe", f"table:{refunds}")
+    try:
+        with world.http("bob") as bob:
+            table_url = f"{world.prefix}/namespaces/sales/tables/refunds"
+            loaded = bob.get(table_url, headers=VENDED)
+            assert loaded.status_code == 200, loaded.text
+            assert "config" not in loaded.json() and "storage-credentials" not in loaded.json()
+            creds = bob.get(f"{table_url}/credentials")
+            assert creds.status_code == 403 and error(creds)["type"] == "ForbiddenException"
+            plan = bob.post(f"{table_url}/plan", json={})
+            assert plan.status_code == 403 and error(plan)["type"] == "ForbiddenException"
+            signed = bob.post(f"/catalog/v1/signer/{world.warehouse_id}/tabular-id/{refunds}/v1/aws/s3/sign", json={
+                "region": world.seaweed.region, "method": "GET", "headers": {},
+                "uri": f"{world.seaweed.endpoint}/{BUCKET}/"
+                       f"{loaded.json()['metadata-location'].split('://', 1)[1].split('/', 1)[1]}",
+            })
+            assert signed.status_code == 403, signed.text
+    finally:
+        world.revoke("bob", "describe", f"table:{refunds}")
