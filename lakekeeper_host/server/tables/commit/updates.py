@@ -38,6 +38,7 @@ from lakekeeper_host.errors import (
     bad_request,
 )
 from lakekeeper_host.server import metadata_io
+from lakekeeper_host.server.spec_json import check_sources, reason, schema_columns
 from lakekeeper_host.server.tables.commit.parse import AddEncryptionKeyUpdate, RemoveEncryptionKeyUpdate
 from lakekeeper_host.service.storage import Storage
 
@@ -277,6 +278,19 @@ def _(update: RemovePartitionSpecsUpdate, metadata: TableMetadata, ctx: _Context
     return _apply_table_update(RemovePartitionSpecsUpdate(spec_ids=ids), metadata, ctx)
 
 
+def _check_source_columns(update: Any, metadata: TableMetadata, path: str) -> None:
+    """A new spec or sort order must use columns of the schema current at that point of the commit."""
+    if isinstance(update, AddPartitionSpecUpdate):
+        fields, where = update.spec.fields, f"{path}.spec"
+    elif isinstance(update, AddSortOrderUpdate):
+        fields, where = update.sort_order.fields, f"{path}.sort-order"
+    else:
+        return
+    if not fields or not getattr(metadata, "schemas", None):
+        return  # a table being built from empty metadata has no schema yet: the final check covers it
+    check_sources(fields, schema_columns(metadata.schema()), where)
+
+
 def apply_updates(
     base: TableMetadata | None,
     updates: Sequence[Any],
@@ -294,7 +308,8 @@ def apply_updates(
     start = base if base is not None else empty_metadata()
     metadata = start
     try:
-        for update in updates:
+        for index, update in enumerate(updates):
+            _check_source_columns(update, metadata, f"updates[{index}]")
             metadata = _apply(update, metadata, ctx)
         if not ctx.has_changes():
             return start, False
@@ -336,7 +351,4 @@ def revalidated(metadata: TableMetadata) -> TableMetadata:
 
 
 def _message(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        errors = exc.errors()
-        return "; ".join(str(e.get("msg")) for e in errors[:3]) if errors else str(exc)
-    return str(exc)
+    return reason(exc)
