@@ -214,3 +214,16 @@ def test_pyiceberg_create_and_evolve_still_work(catalog):
     table = catalog.load_table("pyi.t")
     assert "extra" in table.schema().column_names
     assert [f.name for f in table.spec().fields] == ["ts_day", "extra"]
+
+
+def test_view_and_register_bodies_name_the_field(rest_module):
+    version = {
+        "version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {}, "default-namespace": [NS],
+        "representations": [{"type": "sql", "dialect": "spark"}],  # no sql
+    }
+    body = {"name": "v", "schema": _schema(_field(1, "id", "int")), "view-version": version}
+    views = f"/namespaces/{ns_path(NS)}/views"
+    _assert_bad(rest_module.http.post(views, json=body), "view-version.representations[0]", "sql")
+    _assert_bad(rest_module.http.post(views, json=body | {"name": 5}), "name", "must be a string")
+    register = {"name": 5, "metadata-location": "file:///x/metadata/00000-a.metadata.json"}
+    _assert_bad(rest_module.http.post(f"/namespaces/{ns_path(NS)}/register", json=register), "body.name", "string")

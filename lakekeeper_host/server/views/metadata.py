@@ -166,7 +166,7 @@ def parse_view_version(raw: Any) -> ViewVersion:
     try:
         return _VERSION.validate_python(raw)
     except ValidationError as exc:
-        raise bad_request(f"Invalid view-version: {_validation_message(exc)}") from None
+        raise bad_request(f"Invalid request body: {reason(exc, 'view-version')}") from None
 
 
 def parse_schema(raw: Any) -> Schema:
@@ -174,7 +174,7 @@ def parse_schema(raw: Any) -> Schema:
     try:
         return _SCHEMA.validate_python(raw)
     except ValidationError as exc:
-        raise bad_request(f"Invalid schema: {_validation_message(exc)}") from None
+        raise bad_request(f"Invalid request body: {reason(exc, 'schema')}") from None
 
 
 def validate_requirements(requirements: Iterable[AssertViewUUID], base: ViewMetadata | None) -> None:
