@@ -241,6 +241,8 @@ def schema_columns(schema: Any) -> dict[int, Any]:
 def reason(exc: Exception, path: str = "", *, tags: Collection[str] = ()) -> str:
     """A parser error in the client's terms: ``path.loc: message`` per error, no library URLs or class
     names. ``tags`` are discriminator values pydantic puts into its locations (``add-schema``)."""
+    if not isinstance(exc, ValidationError) and isinstance(exc.__cause__, ValidationError):
+        exc = exc.__cause__  # pyiceberg wraps pydantic's error in its own
     if isinstance(exc, ValidationError):
         parts = []
         for error in exc.errors()[:3]:

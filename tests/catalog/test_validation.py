@@ -43,8 +43,10 @@ def rest_module(sqlite_server, tmp_path_factory):
     from lakekeeper_testing.server import create_file_warehouse
 
     name = f"wh-{uuid.uuid4().hex[:10]}"
-    warehouse_id = create_file_warehouse(sqlite_server.url, name, str(tmp_path_factory.mktemp(name)))
+    root = tmp_path_factory.mktemp(name)
+    warehouse_id = create_file_warehouse(sqlite_server.url, name, str(root))
     client = Rest(sqlite_server.url, warehouse_id)
+    client.root = root
     assert client.create_namespace(NS).status_code == 200
     yield client
     client.close()
@@ -227,3 +229,17 @@ def test_view_and_register_bodies_name_the_field(rest_module):
     _assert_bad(rest_module.http.post(views, json=body | {"name": 5}), "name", "must be a string")
     register = {"name": 5, "metadata-location": "file:///x/metadata/00000-a.metadata.json"}
     _assert_bad(rest_module.http.post(f"/namespaces/{ns_path(NS)}/register", json=register), "body.name", "string")
+
+
+def test_register_of_invalid_metadata_speaks_plainly(rest_module):
+    metadata_dir = rest_module.root / "registered" / "metadata"
+    metadata_dir.mkdir(parents=True)
+    path = metadata_dir / "00000-0196a0b8-0000-7000-8000-000000000000.metadata.json"
+    path.write_text('{"format-version": 2, "location": "x"}')
+    body = {"name": "reg", "metadata-location": f"file://{path}"}
+    response = rest_module.http.post(f"/namespaces/{ns_path(NS)}/register", json=body)
+    assert response.status_code == 400, response.text
+    err = error(response)
+    assert err["type"] == "InvalidTableMetadata" and "last-column-id: Field required" in err["message"], err
+    for leak in LEAKS:
+        assert leak not in err["message"], err["message"]
