@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 import cattrs
+import cattrs.v
 from cattrs.errors import ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
@@ -64,19 +65,40 @@ def make_wire_converter() -> cattrs.Converter:
 WIRE = make_wire_converter()
 
 
-def structure_body(body: Any, cls: type, converter: cattrs.Converter = WIRE) -> Any:
-    """Structure a request body; a malformed one is a 400 that names the field."""
+def structure_body(body: Any, cls: type, converter: cattrs.Converter = WIRE, *, path: str = "body") -> Any:
+    """Structure a request body; a malformed one is a 400 that names the field (``path`` is what the
+    client calls the object: ``body`` for a whole request, ``storage-profile`` for a nested one)."""
     if not isinstance(body, dict):
-        raise bad_request("Request body must be a JSON object")
+        raise bad_request("Request body must be a JSON object" if path == "body" else f"{path} must be a JSON object")
     try:
         return converter.structure(body, cls)
     except (ClassValidationError, IterableValidationError) as exc:
-        messages = [_wire_path(m) for m in cattrs.transform_error(exc, path="body")]
+        own = _catalog_error(exc)
+        if own is not None:  # a validator's own 400 already names its field and reason
+            raise own from None
+        messages = [_wire_path(m) for m in cattrs.transform_error(exc, path=path, format_exception=_reason)]
         raise bad_request("Invalid request body: " + "; ".join(messages)) from None
     except (ValueError, TypeError, KeyError) as exc:
-        raise bad_request(f"Invalid request body: {exc}") from None
+        raise bad_request(f"Invalid request body: {exc} @ {path}") from None
     except CatalogError:
         raise
+
+
+def _catalog_error(exc: BaseException) -> CatalogError | None:
+    if isinstance(exc, CatalogError):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _catalog_error(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def _reason(exc: BaseException, type_: type | None) -> str:
+    """cattrs' wording, but a strict scalar hook's own reason (``expected int, got str``) is kept."""
+    if type(exc) is ValueError and exc.args and isinstance(exc.args[0], str) and exc.args[0].startswith("expected "):
+        return exc.args[0]
+    return cattrs.v.format_exception(exc, type_)
 
 
 def _wire_path(message: str) -> str:

@@ -42,24 +42,57 @@ def base_uri_for(settings: Any, scheme: str, host: str, headers: Any) -> str:
     return f"{scheme}://{host}"
 
 
+# deeper JSON is refused with a 400: no Iceberg or management body comes near it, and the parsers and
+# validators behind the routes recurse per level
+MAX_JSON_DEPTH = 256
+
+
+def parse_json(raw: bytes) -> Any:
+    """A request body as JSON; 400 for invalid or too deeply nested JSON (never a RecursionError)."""
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise bad_request(f"Request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        value = None
+        depth = MAX_JSON_DEPTH + 1
+    else:
+        # counting brackets is C-fast; only a body with many of them is walked
+        depth = _depth(value) if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH else 0
+    if depth > MAX_JSON_DEPTH:
+        raise bad_request(f"Request body is nested too deeply: more than {MAX_JSON_DEPTH} levels of arrays/objects")
+    return value
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
 async def json_body() -> Any:
     raw = await request.get_data()
     if not raw:
         raise bad_request("Request body is required")
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise bad_request(f"Request body is not valid JSON: {exc}") from None
+    return parse_json(raw)
 
 
 async def optional_json_body() -> Any:
     raw = await request.get_data()
     if not raw:
         return None
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise bad_request(f"Request body is not valid JSON: {exc}") from None
+    return parse_json(raw)
 
 
 def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -88,7 +121,7 @@ def parse_bool(name: str, value: str | None, default: bool = False) -> bool:
         return True
     if lowered in ("false", "0"):
         return False
-    raise bad_request(f"Query parameter {name} must be true or false, got {value!r}")
+    raise bad_request(f"Query parameter {name} must be true or false, got {_shown(value)}")
 
 
 def parse_int(name: str, value: str | None) -> int | None:
@@ -97,7 +130,12 @@ def parse_int(name: str, value: str | None) -> int | None:
     try:
         return int(value)
     except ValueError:
-        raise bad_request(f"Query parameter {name} must be an integer, got {value!r}") from None
+        raise bad_request(f"Query parameter {name} must be an integer, got {_shown(value)}") from None
+
+
+def _shown(value: str, limit: int = 64) -> str:
+    """A client's value echoed in a message, cut short (a 5,000-digit number is not repeated back)."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + f"... ({len(value)} characters)"
 
 
 # ---------------------------------------------------------------- what every response carries

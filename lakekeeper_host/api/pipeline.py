@@ -123,6 +123,26 @@ class Pipeline:
         log.error("unexpected error %s in %s %s", error_id, method, path, exc_info=error)
         return 500, internal_error_model(error_id), {}
 
+    def body_too_large(self, content_length: int | None = None) -> CatalogError:
+        limit = self.settings.host.max_request_body_size
+        size = f"{content_length} bytes exceed" if content_length is not None else "exceeds"
+        return CatalogError(
+            413, "RequestEntityTooLarge",
+            f"Request body too large: {size} the limit of {limit} bytes (LAKEKEEPER__MAX_REQUEST_BODY_SIZE)",
+        )
+
+    def refuse_body(self, headers: Any) -> CatalogError | None:
+        """A declared ``Content-Length`` above ``MAX_REQUEST_BODY_SIZE``: refused before anything reads the
+        body, on every route (a chunked body is cut off while Quart reads it: ``MAX_CONTENT_LENGTH``)."""
+        declared = headers.get("content-length")
+        if not declared:
+            return None
+        try:
+            length = int(declared)
+        except ValueError:
+            return None  # h11 has already answered a malformed Content-Length with 400
+        return self.body_too_large(length) if length > self.settings.host.max_request_body_size else None
+
     def response_headers(self, request_id: str, path: str, origin: str | None) -> dict[str, str]:
         return {"x-request-id": request_id, **policy_headers(self.settings.host.allow_origin, path, origin)}
 
@@ -167,6 +187,8 @@ class PipelineASGI:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("type") == "http":
+            if await self.lane.refuse_body(scope, send):
+                return
             raw = scope.get("raw_path")
             if raw and raw.startswith(b"/catalog/v1/"):
                 raw_path = raw.split(b"?", 1)[0].decode("utf-8", "replace")
@@ -219,7 +241,7 @@ def install(app: TimeLimitedQuart, settings: Settings, metrics: Metrics) -> Pipe
 
     @app.errorhandler(RequestEntityTooLarge)
     async def handle_too_large(error):
-        return reply(CatalogError(413, "RequestEntityTooLarge", "Request body too large"))
+        return reply(steps.body_too_large())
 
     @app.errorhandler(asyncio.TimeoutError)
     async def handle_timeout(error):

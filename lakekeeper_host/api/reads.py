@@ -216,6 +216,32 @@ class ReadLane:
     def __init__(self, steps: Pipeline):
         self.steps = steps
 
+    async def refuse_body(self, scope: dict[str, Any], send: Any) -> bool:
+        """Answer 413 for a request whose declared body is over the limit (any route); False otherwise."""
+        headers = _Headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"])
+        error = self.steps.refuse_body(headers)
+        if error is None:
+            return False
+        started = time.perf_counter()
+        request_id = self.steps.request_id(headers)
+        status, body, error_headers = self.steps.error_model(error, scope["method"], scope["path"], request_id)
+        reply = Reply(status, json.dumps(body, separators=(",", ":")).encode(),
+                      {"Content-Type": "application/json", "Connection": "close", **error_headers})
+        await self._send(scope, send, reply, request_id, headers)
+        self.steps.observe(scope["method"], "unmatched", status, time.perf_counter() - started,
+                           headers.get("x-project-id"), scope["path"], None)
+        return True
+
+    async def _send(self, scope: dict[str, Any], send: Any, reply: Reply, request_id: str, headers: _Headers) -> None:
+        out = []
+        for name, value in {**reply.headers, **self.steps.response_headers(request_id, scope["path"],
+                                                                             headers.get("origin"))}.items():
+            out.append((name.lower().encode(), value.encode("latin-1")))
+        if reply.status not in (204, 304):  # RFC 9110: neither carries a Content-Length of its own
+            out.append((b"content-length", str(len(reply.body)).encode()))
+        await send({"type": "http.response.start", "status": reply.status, "headers": out})
+        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else reply.body})
+
     async def serve(self, scope: dict[str, Any], raw_path: str, send: Any) -> bool:
         method = scope["method"]
         state = self.steps.state
@@ -247,14 +273,7 @@ class ReadLane:
             reply = Reply(status, json.dumps(body, separators=(",", ":")).encode(),
                           {"Content-Type": "application/json", **error_headers})
 
-        out = []
-        for name, value in {**reply.headers, **steps.response_headers(request_id, scope["path"],
-                                                                        headers.get("origin"))}.items():
-            out.append((name.lower().encode(), value.encode("latin-1")))
-        if reply.status not in (204, 304):  # RFC 9110: neither carries a Content-Length of its own
-            out.append((b"content-length", str(len(reply.body)).encode()))
-        await send({"type": "http.response.start", "status": reply.status, "headers": out})
-        await send({"type": "http.response.body", "body": b"" if method == "HEAD" else reply.body})
+        await self._send(scope, send, reply, request_id, headers)
         steps.observe(method, route.rule, reply.status, time.perf_counter() - started,
                       headers.get("x-project-id"), scope["path"], params)
         return True

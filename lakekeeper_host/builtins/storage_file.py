@@ -34,9 +34,14 @@ log = logging.getLogger(__name__)
 
 
 def _validate_root(instance, attribute, value: str) -> None:
-    if not value or not os.path.isabs(value):
+    if not isinstance(value, str) or not value:
+        raise bad_request("Invalid storage-profile.root: must be a non-empty string", "InvalidStorageProfile")
+    if not os.path.isabs(value):
         # a CatalogError, not a ValueError: cattrs would report the latter without the field name
-        raise bad_request("Invalid storage-profile.root: must be an absolute directory path", "InvalidStorageProfile")
+        raise bad_request(
+            f"Invalid storage-profile.root: must be an absolute directory path (starting with /), got {value!r}",
+            "InvalidStorageProfile",
+        )
 
 
 @frozen

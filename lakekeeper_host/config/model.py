@@ -97,7 +97,8 @@ class HostConfig:
 
     # external URL used in self-links (default: from Host / X-Forwarded-* headers)
     base_uri: str | None = None
-    # None: 127.0.0.1 for the embedded default (a laptop), 0.0.0.0 with PostgreSQL
+    # address to listen on (API and metrics); unset: 127.0.0.1 for the embedded default (a laptop),
+    # 0.0.0.0 (all interfaces) with PostgreSQL
     bind_ip: str | None = None
     # where the catalog listens
     listen_port: int = field(default=8181, validator=PORT_NUMBER)
@@ -115,9 +116,13 @@ class HostConfig:
     serve_swagger_ui: bool = True
     pagination_size_default: int = field(default=100, validator=validators.ge(1))
     pagination_size_max: int = field(default=1000, validator=validators.ge(1))
-    # bytes; larger bodies get 413
-    max_request_body_size: int = 33554432
+    # bytes (32 MiB); a larger body gets 413 RequestEntityTooLarge before it is read
+    max_request_body_size: int = field(default=33554432, validator=validators.ge(1))
+    # a request (receiving its body included: a slow client) taking longer gets 408 RequestTimeout
     max_request_time: timedelta = timedelta(seconds=30)
+    # an idle keep-alive connection, or one whose request headers are not complete, is closed after this
+    # (keep it above a load balancer's idle timeout)
+    http_keep_alive_timeout: timedelta = timedelta(seconds=75)
     # read-only: writes answer 503
     maintenance_mode: str = field(default="off", validator=validators.in_(("off", "read-only")))
     # skip the storage probes on warehouse creation

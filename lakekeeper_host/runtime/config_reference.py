@@ -175,7 +175,26 @@ def render_markdown(rows: list[Variable]) -> str:
         default = f"`{row.default}`" if row.default else "—"
         meaning = row.meaning.replace("|", "\\|")
         body.append(f"| `{row.name}` | {row.type} | {default} | {row.reader} | {meaning} |")
-    return "\n".join(header + body) + "\n"
+    return "\n".join(header + body + LIMITS) + "\n"
+
+
+LIMITS = [
+    "",
+    "## Listening address and request limits",
+    "",
+    "- **Bind address**: `LAKEKEEPER__BIND_IP` unset listens on `127.0.0.1` (this machine only) for the embedded",
+    "  default and on `0.0.0.0` (every interface) when a PostgreSQL URL is configured; the API port is",
+    "  `LAKEKEEPER__LISTEN_PORT` (8181), Prometheus metrics `LAKEKEEPER__METRICS__PORT` (9000) on the same address.",
+    "- **Body size**: a body above `LAKEKEEPER__MAX_REQUEST_BODY_SIZE` (32 MiB) is answered `413`",
+    "  `RequestEntityTooLarge` (an Iceberg ErrorModel) on every route: at once when its `Content-Length` says so,",
+    "  while it is read when it is sent chunked.",
+    "- **JSON nesting**: a body nested deeper than 256 arrays/objects is a `400 BadRequestException`.",
+    "- **Page sizes**: `pageSize` is clamped to `[1, LAKEKEEPER__PAGINATION_SIZE_MAX]` (Lakekeeper's semantics, so",
+    "  `0`, negative and huge values are valid); a value that is not an integer is a `400`.",
+    "- **Slow clients**: a request whose body has not arrived (or whose handling has not finished) within",
+    "  `LAKEKEEPER__MAX_REQUEST_TIME` (30 s) is answered `408 RequestTimeout`; a connection that has not completed",
+    "  its request headers within `LAKEKEEPER__HTTP_KEEP_ALIVE_TIMEOUT` (75 s) is closed without an answer.",
+]
 
 
 def _default(field: attrs.Attribute):

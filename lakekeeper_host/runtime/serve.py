@@ -32,7 +32,9 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     config.accesslog = None
     # hypercorn's own lines through the root logger (JSON), not through a second, plain-text handler
     config.errorlog = logging.getLogger("hypercorn.error")
-    config.keep_alive_timeout = 75
+    # also bounds how long a client may take to send its request headers (hypercorn's idle timer runs
+    # until a request's headers are complete); the body is bounded by MAX_REQUEST_TIME
+    config.keep_alive_timeout = settings.host.http_keep_alive_timeout.total_seconds()
     return config
 
 

@@ -20,11 +20,13 @@ import re
 from typing import Any
 
 from pydantic import Field
+from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV3
 from pyiceberg.typedef import IcebergBaseModel
 
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
 from lakekeeper_host.ids import new_id
+from lakekeeper_host.server.spec_json import reason
 from lakekeeper_host.service.storage import Storage, join_location
 
 log = logging.getLogger(__name__)
@@ -154,8 +156,10 @@ async def read_metadata(storage: Storage, location: str) -> tuple[TableMetadata,
     try:
         text = decode(raw)
         metadata = parse(text)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise bad_request(f"Invalid table metadata in {location}: {exc}", "InvalidTableMetadata") from None
+    except (ValueError, UnicodeDecodeError, IcebergValidationError) as exc:
+        # pydantic's locations start with the format version it tried (the discriminator): left out
+        message = reason(exc, tags=(1, 2, 3))
+        raise bad_request(f"Invalid table metadata in {location}: {message}", "InvalidTableMetadata") from None
     return metadata, text
 
 

@@ -72,7 +72,7 @@ class AppState:
                 "InvalidStorageProfile",
             )
         body = {k: v for k, v in profile_json.items() if k != "type"}
-        return structure_body(body, spec.profile_cls)
+        return structure_body(body, spec.profile_cls, path="storage-profile")
 
     def parse_credential(self, profile_type: str, credential_json: Any) -> Any:
         if credential_json is None:
@@ -91,7 +91,7 @@ class AppState:
                 "InvalidStorageCredential",
             )
         body = {k: v for k, v in credential_json.items() if k != "type"}
-        return structure_body(body, spec.credential_cls)
+        return structure_body(body, spec.credential_cls, path="storage-credential")
 
     def profile_to_json(self, profile: Any) -> dict[str, Any]:
         spec_type = type(profile).storage_type

@@ -26,6 +26,7 @@ from lakekeeper_host.server.resolve import (
     require_namespace,
 )
 from lakekeeper_host.server.settled_write import Swap, settled_write
+from lakekeeper_host.server.spec_json import check_partition_spec, check_schema, check_sort_order, invalid, reason
 from lakekeeper_host.server.tables.commit.parse import validate_table_properties
 from lakekeeper_host.server.tables.load import access_request, load_etag, load_result_json
 from lakekeeper_host.server.tabulars.locations import (
@@ -44,11 +45,17 @@ from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store.warehouses import WarehouseRow
 
 
+def _required(body: dict[str, Any], key: str) -> Any:
+    if key not in body or body[key] is None:
+        raise invalid(key, "is required")
+    return body[key]
+
+
 def _parse_model(cls: Any, value: Any, what: str) -> Any:
     try:
         return cls.model_validate(value)
     except (ValidationError, ValueError, TypeError) as exc:
-        raise bad_request(f"Invalid request body: {what}: {exc}") from None
+        raise bad_request(f"Invalid request body: {reason(exc, what)}") from None
 
 
 class _FreshIdsKeepingDefaults(_SetFreshIDs):
@@ -104,20 +111,24 @@ async def create_table(
     # ------------------------------------------------ VALIDATIONS
     if not isinstance(body, dict):
         raise bad_request("Invalid request body: expected a JSON object")
-    name = body.get("name")
+    name = _required(body, "name")
     if not isinstance(name, str):
-        raise bad_request("Invalid request body: missing field `name` @ body.name")
+        raise invalid("name", "must be a string")
     validate_namespace(parts)
     validate_new_name(name)
-    if "schema" not in body:
-        raise bad_request("Invalid request body: missing field `schema` @ body.schema")
+    columns = check_schema(_required(body, "schema"), "schema")
     schema = _parse_model(Schema, body["schema"], "schema")
     spec = UNPARTITIONED_PARTITION_SPEC
     if body.get("partition-spec"):
+        check_partition_spec(body["partition-spec"], "partition-spec", columns)
         spec = _parse_model(PartitionSpec, body["partition-spec"], "partition-spec")
     order = UNSORTED_SORT_ORDER
     if body.get("write-order"):
+        check_sort_order(body["write-order"], "write-order", columns)
         order = _parse_model(SortOrder, body["write-order"], "write-order")
+    for key, kind in (("location", str), ("stage-create", bool)):
+        if body.get(key) is not None and not isinstance(body[key], kind):
+            raise invalid(key, "must be a string" if kind is str else "must be true or false")
     properties = body.get("properties") or {}
     if not isinstance(properties, dict) or not all(isinstance(v, str) for v in properties.values()):
         raise bad_request("Invalid request body: properties must map strings to strings @ body.properties")
@@ -147,7 +158,7 @@ async def create_table(
             schema, spec, order, location, {**properties, "format-version": str(format_version)}, tabular_id
         )
     except (ValueError, ValidationError, KeyError) as exc:
-        raise bad_request(f"Invalid table definition: {exc}") from None
+        raise bad_request(f"Invalid table definition: {reason(exc)}") from None
     if not await storage.is_empty(location):
         raise bad_request(  # Lakekeeper's words (its InvalidLocationError)
             f"Invalid location `{location}`: Unexpected files in location, tabular locations have to be empty",

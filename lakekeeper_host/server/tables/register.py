@@ -36,10 +36,11 @@ def register_request(body: Any) -> tuple[str, str]:
     if not isinstance(body, dict):
         raise bad_request("Invalid request body: expected a JSON object")
     name, metadata_location = body.get("name"), body.get("metadata-location")
-    if not isinstance(name, str):
-        raise bad_request("Invalid request body: missing field `name` @ body.name")
-    if not isinstance(metadata_location, str) or not metadata_location:
-        raise bad_request("Invalid request body: missing field `metadata-location` @ body.metadata-location")
+    for field, value in (("name", name), ("metadata-location", metadata_location)):
+        if value is None or value == "":
+            raise bad_request(f"Invalid request body: missing field `{field}` @ body.{field}")
+        if not isinstance(value, str):
+            raise bad_request(f"Invalid request body: `{field}` must be a string @ body.{field}")
     return name, metadata_location
 
 

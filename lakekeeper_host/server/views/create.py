@@ -12,6 +12,7 @@ from lakekeeper_host.server.authorize import authorize, created
 from lakekeeper_host.server.names import conflict_for_existing, ident, validate_namespace, validate_new_name
 from lakekeeper_host.server.resolve import require_namespace
 from lakekeeper_host.server.settled_write import Swap, settled_write
+from lakekeeper_host.server.spec_json import invalid
 from lakekeeper_host.server.tables.commit.parse import validate_table_properties
 from lakekeeper_host.server.tabulars.locations import (
     check_location_available,
@@ -62,8 +63,10 @@ async def create_view(
     if not isinstance(body, dict):
         raise bad_request("Invalid request body: expected a JSON object")
     name = body.get("name")
-    if not isinstance(name, str):
+    if name is None:
         raise bad_request("Invalid request body: missing field `name` @ body.name")
+    if not isinstance(name, str):
+        raise invalid("name", "must be a string")
     validate_namespace(parts)
     validate_new_name(name, "View")
     for field in ("schema", "view-version"):

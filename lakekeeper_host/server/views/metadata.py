@@ -42,6 +42,7 @@ from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.view.metadata import ViewHistoryEntry, ViewMetadata, ViewVersion
 
 from lakekeeper_host.errors import CatalogError, bad_request, commit_failed, illegal_argument
+from lakekeeper_host.server.spec_json import check_schema, check_updates, reason
 
 SUPPORTED_VIEW_FORMAT_VERSION = 1
 DEFAULT_VIEW_FORMAT_VERSION = 1
@@ -119,15 +120,12 @@ _SCHEMA = TypeAdapter(Schema)
 
 
 def _validation_message(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        location = ".".join(str(p) for p in error.get("loc", ()))
-        parts.append(f"{error.get('msg')} at {location}" if location else str(error.get("msg")))
-    return "; ".join(parts)
+    return reason(exc)
 
 
 def parse_view_updates(raw: Any) -> tuple[Any, ...]:
     """``updates`` of a CommitViewRequest; an unknown ``action`` is a 400 naming it."""
+    check_updates(raw, "updates")
     if not isinstance(raw, list):
         raise bad_request("updates must be a list of view updates")
     parsed = []
@@ -168,14 +166,15 @@ def parse_view_version(raw: Any) -> ViewVersion:
     try:
         return _VERSION.validate_python(raw)
     except ValidationError as exc:
-        raise bad_request(f"Invalid view-version: {_validation_message(exc)}") from None
+        raise bad_request(f"Invalid request body: {reason(exc, 'view-version')}") from None
 
 
 def parse_schema(raw: Any) -> Schema:
+    check_schema(raw, "schema")
     try:
         return _SCHEMA.validate_python(raw)
     except ValidationError as exc:
-        raise bad_request(f"Invalid schema: {_validation_message(exc)}") from None
+        raise bad_request(f"Invalid request body: {reason(exc, 'schema')}") from None
 
 
 def validate_requirements(requirements: Iterable[AssertViewUUID], base: ViewMetadata | None) -> None:

@@ -23,6 +23,7 @@ from lakekeeper_host.errors import (
 )
 from lakekeeper_host.server import metadata_io
 from lakekeeper_host.server.names import validate_name, validate_namespace
+from lakekeeper_host.server.spec_json import check_updates, reason
 
 
 class AddEncryptionKeyUpdate(IcebergBaseModel):
@@ -104,6 +105,7 @@ def parse_change(body: Any, *, namespace: Sequence[str] | None = None, name: str
         namespace, name = _identifier(identifier)
     validate_namespace(namespace)
     validate_name(name)
+    check_updates(body.get("updates"), "updates")
     updates = _parse_list(body.get("updates"), "updates", "action", _KNOWN_ACTIONS, _UPDATES, required=True)
     requirements = _parse_list(
         body.get("requirements"), "requirements", "type", _KNOWN_REQUIREMENTS, _REQUIREMENTS, required=False
@@ -136,9 +138,7 @@ def _parse_list(raw: Any, what: str, tag: str, known: set[str], adapter: TypeAda
     try:
         return adapter.validate_python(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise bad_request(f"Invalid {what}: {first.get('msg')} at {where}") from None
+        raise bad_request(f"Invalid request body: {reason(exc, what, tags=known)}") from None
 
 
 def validate_table_properties(keys: Sequence[str]) -> None:

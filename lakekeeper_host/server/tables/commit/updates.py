@@ -27,6 +27,7 @@ from pyiceberg.table.update import (
     SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
     SetLocationUpdate,
+    SetPropertiesUpdate,
     UpgradeFormatVersionUpdate,
     _apply_table_update,
     _TableMetadataUpdateContext,
@@ -38,6 +39,7 @@ from lakekeeper_host.errors import (
     bad_request,
 )
 from lakekeeper_host.server import metadata_io
+from lakekeeper_host.server.spec_json import check_sources, reason, schema_columns
 from lakekeeper_host.server.tables.commit.parse import AddEncryptionKeyUpdate, RemoveEncryptionKeyUpdate
 from lakekeeper_host.service.storage import Storage
 
@@ -277,6 +279,37 @@ def _(update: RemovePartitionSpecsUpdate, metadata: TableMetadata, ctx: _Context
     return _apply_table_update(RemovePartitionSpecsUpdate(spec_ids=ids), metadata, ctx)
 
 
+# table properties that cannot change once set (Lakekeeper; the Iceberg spec's catalog security
+# requirements for encryption): setting the same value again is fine, a different value or a removal is not
+IMMUTABLE_TABLE_PROPERTIES = ("encryption.key-id",)
+
+
+def _check_immutable_properties(update: Any, previous: dict[str, str]) -> None:
+    """Against the properties the table had before this commit (as Lakekeeper: the first commit that sets
+    an immutable property may set it)."""
+    if isinstance(update, SetPropertiesUpdate):
+        for key, value in previous.items():
+            if key in update.updates and update.updates[key] != value:
+                raise bad_request(f"Cannot modify immutable property '{key}'", "ImmutablePropertyModification")
+    elif isinstance(update, RemovePropertiesUpdate):
+        for key in previous:
+            if key in update.removals:
+                raise bad_request(f"Cannot remove immutable property '{key}'", "ImmutablePropertyRemoval")
+
+
+def _check_source_columns(update: Any, metadata: TableMetadata, path: str) -> None:
+    """A new spec or sort order must use columns of the schema current at that point of the commit."""
+    if isinstance(update, AddPartitionSpecUpdate):
+        fields, where = update.spec.fields, f"{path}.spec"
+    elif isinstance(update, AddSortOrderUpdate):
+        fields, where = update.sort_order.fields, f"{path}.sort-order"
+    else:
+        return
+    if not fields or not getattr(metadata, "schemas", None):
+        return  # a table being built from empty metadata has no schema yet: the final check covers it
+    check_sources(fields, schema_columns(metadata.schema()), where)
+
+
 def apply_updates(
     base: TableMetadata | None,
     updates: Sequence[Any],
@@ -294,7 +327,10 @@ def apply_updates(
     start = base if base is not None else empty_metadata()
     metadata = start
     try:
-        for update in updates:
+        immutable = {key: start.properties[key] for key in IMMUTABLE_TABLE_PROPERTIES if key in start.properties}
+        for index, update in enumerate(updates):
+            _check_immutable_properties(update, immutable)
+            _check_source_columns(update, metadata, f"updates[{index}]")
             metadata = _apply(update, metadata, ctx)
         if not ctx.has_changes():
             return start, False
@@ -336,7 +372,4 @@ def revalidated(metadata: TableMetadata) -> TableMetadata:
 
 
 def _message(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        errors = exc.errors()
-        return "; ".join(str(e.get("msg")) for e in errors[:3]) if errors else str(exc)
-    return str(exc)
+    return reason(exc)
