@@ -21,6 +21,7 @@ SLOW_PATHS = (
     "tests/bench",
     "tests/examples",
     "tests/infra",
+    "tests/drills",
     "tests/events",
     "plugins/events-kafka",
     "plugins/events-nats",
