@@ -353,10 +353,14 @@ class _PostgresPool:
     async def transaction(self) -> AsyncIterator[PostgresTransaction]:
         """A transaction; nested in the same task it is a savepoint on the same connection."""
         async with self._acquired() as connection:
-            tx = PostgresTransaction(connection.raw_connection, self.caches)
+            raw = connection.raw_connection
+            tx = PostgresTransaction(raw, self.caches)
             opened = _open_transaction.set(tx)
             try:
-                async with connection.transaction():
+                # asyncpg's own transaction block (nested: a savepoint), not ``databases``': that one
+                # keeps its reference to the task's connection when BEGIN or COMMIT fails, so after a
+                # database restart a long-lived task (a task-queue poller) held a dead connection for ever
+                async with raw.transaction():
                     yield tx
             finally:
                 _open_transaction.reset(opened)
