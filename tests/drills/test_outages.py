@@ -17,6 +17,9 @@ outages have their drills next to the code they exercise (see docs/operations.md
 from __future__ import annotations
 
 import collections
+import contextlib
+import datetime
+import json
 import threading
 import time
 import uuid
@@ -39,6 +42,18 @@ from tests.drills.drill_support import (
 WRITERS = 4
 READERS = 2
 OUTAGE_SECONDS = 3.0
+
+
+def _log_records(server: CatalogServer) -> list[dict]:
+    records = []
+    for line in server.log_path.read_text(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            records.append(json.loads(line))
+    return [r for r in records if isinstance(r, dict) and "message" in r and "timestamp" in r]
+
+
+def _epoch(timestamp: str) -> float:
+    return datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 @pytest.fixture
@@ -98,7 +113,7 @@ def test_postgres_restart_mid_load_is_503_then_recovers_without_restarting_the_c
         time.sleep(OUTAGE_SECONDS)
         restarting_at = time.monotonic()
         own_postgres.start()  # returns once PostgreSQL accepts queries (pg_isready)
-        started_at = time.monotonic()
+        started_at, started_wall = time.monotonic(), time.time()
         time.sleep(4)
         stop.set()
         for thread in threads:
@@ -118,6 +133,11 @@ def test_postgres_restart_mid_load_is_503_then_recovers_without_restarting_the_c
         assert recovery_seconds < 5
         assert server.process.pid == catalog_pid and server.process.poll() is None
         assert httpx.get(server.url + "/health", timeout=30).status_code == 200
+        # the task-queue pollers recover too (they retry every 5 s): none still fails 6 s after
+        time.sleep(max(0.0, started_at + 8 - time.monotonic()))
+        late = [line for line in _log_records(server) if "polling queue" in line["message"]
+                and _epoch(line["timestamp"]) > started_wall + 6]
+        assert not late, late[:2]
 
         # writers: commits during the outage failed with 503 or "state unknown", never a plain 500
         writer_errors = [e for log in logs for e in log.server_errors]
