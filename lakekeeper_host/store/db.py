@@ -321,8 +321,8 @@ class _PostgresPool:
             yield connection
         except _CONNECTION_LOST as exc:
             raise DatabaseUnavailable(exc) from exc
-        except asyncpg.InterfaceError as exc:
-            if _is_closed(connection):  # "connection is closed": the server went away
+        except (asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError) as exc:
+            if _is_closed(connection):  # "connection is closed", a protocol in disarray: the server went away
                 raise DatabaseUnavailable(exc) from exc
             raise
         finally:
