@@ -224,6 +224,34 @@ class PoolTimeout(CatalogError):
         )
 
 
+class DatabaseUnavailable(CatalogError):
+    """PostgreSQL cannot be reached or dropped the connection (restart, failover, network): 503, retry
+    later. The pool reconnects on its own once the database is back; nothing needs a restart."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(
+            503, "DatabaseUnavailable",
+            f"The catalog database is unavailable ({type(cause).__name__}); retry later",
+            headers={"Retry-After": "1"},
+        )
+
+
+# errors of a query that mean "the database went away", not "the statement was wrong"
+_CONNECTION_LOST = (
+    asyncpg.PostgresConnectionError,  # SQLSTATE class 08, and a connection closed mid-operation
+    asyncpg.exceptions.CannotConnectNowError,  # starting up / shutting down
+    asyncpg.exceptions.AdminShutdownError,  # "terminating connection due to administrator command"
+    asyncpg.exceptions.CrashShutdownError,
+)
+
+
+def _is_closed(connection: databases.core.Connection) -> bool:
+    try:
+        return connection.raw_connection.is_closed()
+    except (AssertionError, asyncpg.InterfaceError):  # not acquired, or already released
+        return True
+
+
 SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
 
@@ -276,15 +304,27 @@ class _PostgresPool:
     @contextlib.asynccontextmanager
     async def _acquired(self) -> AsyncIterator[Any]:
         """``databases``' per-task connection, waiting at most ``acquire_timeout`` for the pool
-        (its enter undoes itself when cancelled, so the timeout leaves the pool consistent)."""
+        (its enter undoes itself when cancelled, so the timeout leaves the pool consistent).
+
+        A database that cannot be reached, or drops the connection during the request, is a 503
+        ``DatabaseUnavailable`` (never a 500): the request may be retried once it is back.
+        """
         connection = self.database.connection()
         try:
             async with asyncio.timeout(self.acquire_timeout):
                 await connection.__aenter__()
         except TimeoutError:
             raise PoolTimeout(self.acquire_timeout) from None
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:  # connecting failed
+            raise DatabaseUnavailable(exc) from exc
         try:
             yield connection
+        except _CONNECTION_LOST as exc:
+            raise DatabaseUnavailable(exc) from exc
+        except (asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError) as exc:
+            if _is_closed(connection):  # "connection is closed", a protocol in disarray: the server went away
+                raise DatabaseUnavailable(exc) from exc
+            raise
         finally:
             await connection.__aexit__(None, None, None)
 
@@ -313,10 +353,14 @@ class _PostgresPool:
     async def transaction(self) -> AsyncIterator[PostgresTransaction]:
         """A transaction; nested in the same task it is a savepoint on the same connection."""
         async with self._acquired() as connection:
-            tx = PostgresTransaction(connection.raw_connection, self.caches)
+            raw = connection.raw_connection
+            tx = PostgresTransaction(raw, self.caches)
             opened = _open_transaction.set(tx)
             try:
-                async with connection.transaction():
+                # asyncpg's own transaction block (nested: a savepoint), not ``databases``': that one
+                # keeps its reference to the task's connection when BEGIN or COMMIT fails, so after a
+                # database restart a long-lived task (a task-queue poller) held a dead connection for ever
+                async with raw.transaction():
                     yield tx
             finally:
                 _open_transaction.reset(opened)

@@ -50,9 +50,14 @@ def test_health_is_503_while_postgres_is_down_and_recovers():
             down = httpx.get(server.url + "/health", timeout=30)
             assert down.status_code == 503
             assert down.json()["checks"]["database"] == "unhealthy"
+            # an API request is a 503 ErrorModel a client may retry, not a 500 (tests/drills/test_outages.py)
+            listed = httpx.get(server.url + "/management/v1/warehouse", timeout=30)
+            assert listed.status_code == 503 and listed.headers["Retry-After"] == "1"
+            assert listed.json()["error"]["type"] == "DatabaseUnavailable"
             pg.start()
             statuses = [httpx.get(server.url + "/health", timeout=30).status_code for _ in range(20)]
             assert statuses[-1] == 200
+            assert httpx.get(server.url + "/management/v1/warehouse", timeout=30).status_code == 200
 
 
 async def test_unknown_route_is_an_iceberg_error_model(client):

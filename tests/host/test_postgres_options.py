@@ -190,3 +190,26 @@ def test_a_server_verifying_its_database_keeps_every_connection_on_tls(tls_postg
         server.close()
     assert found and all(on_tls for _, on_tls in found), found
     assert "lakekeeper-change-feed" in {name for name, _ in found}  # the LISTEN connection too
+
+
+async def test_a_connection_lost_before_begin_is_a_503_and_the_task_gets_a_fresh_one(pg_url_factory):
+    """A long-lived task (a task-queue poller) whose connection died under it: the transaction it
+    tries is a 503 ``DatabaseUnavailable``, and its next one runs on a fresh connection (it used to
+    keep the dead one for ever; found by tests/drills/test_outages.py)."""
+    from lakekeeper_host.store.db import DatabaseUnavailable
+
+    store = Store(_asyncpg(pg_url_factory()), pool=(1, 1))
+    await store.connect()
+    try:
+        with pytest.raises(DatabaseUnavailable) as info:
+            async with store._write.connection() as raw:  # this task's connection ...
+                raw.terminate()  # ... dies, as in a database restart
+                async with store.transaction() as tx:  # BEGIN on the dead connection
+                    await tx.fetch_val("SELECT 1")
+        assert info.value.code == 503 and info.value.to_model()["error"]["type"] == "DatabaseUnavailable"
+        for _ in range(3):  # the same task again: every transaction works
+            async with store.transaction() as tx:
+                assert await tx.fetch_val("SELECT 1") == 1
+        assert await store.fetch_val("SELECT 2") == 2
+    finally:
+        await store.disconnect()
