@@ -32,6 +32,9 @@ WIRE_FORMS: dict[str, dict[str, Any]] = {
         "anyOf": [{"type": "string"}, {"type": "object", "required": ["type"]}],
         "description": "A primitive type name (`long`, `decimal(9,2)`, ...) or a struct, list or map object",
     },
+    # pyiceberg's enum values are upper case; the REST spec (and the server's answers) spell them
+    # lower case, which pyiceberg reads as well
+    "FileFormat": {"type": "string", "enum": ["avro", "orc", "parquet", "puffin"]},
 }
 
 

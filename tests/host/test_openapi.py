@@ -324,6 +324,12 @@ def test_documented_answers_describe_what_the_server_answers(documents, sqlite_s
         assert response.status_code == 200, (path, response.text)
         validator(catalog_doc, answer_schema(catalog_doc, path)).validate(response.json())
     assert answers[table_path].json()["metadata"]["snapshots"], "the validated answer has a snapshot to check"
+    # a completed scan plan names its files' format in the spec's lower case (found by tests/drills: the
+    # schema taken from pyiceberg's enum said PARQUET)
+    plan = httpx.post(f"{base}/{warehouse_id}/namespaces/docs/tables/t/plan", json={})
+    assert plan.status_code == 200 and plan.json()["file-scan-tasks"], plan.text
+    plan_path = table_path + "/plan"
+    validator(catalog_doc, answer_schema(catalog_doc, plan_path, "post")).validate(plan.json())
     table_schema = validator(catalog_doc, answer_schema(catalog_doc, table_path))
     assert not table_schema.is_valid({"metadata": {"format-version": 2}})  # not vacuous
 
