@@ -4,7 +4,8 @@ A test is ``slow`` when it needs a JVM, a browser, a second database backend or 
 service binary, or is marked so itself: Spark, table maintenance, the console's browser tests, the
 benchmark and example runs, the infrastructure starters, the event brokers, the cloud-storage
 emulators, and every ``[postgres]`` variant of a test that also runs on the embedded SQLite.
-The whole suite (``scripts/test.sh``) runs everything.
+The whole suite (``scripts/test.sh``) runs everything. A drill's quick subset (``drill_subset``)
+stays in the fast loop although ``tests/drills`` is slow.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ SLOW_PATHS = (
     "tests/examples",
     "tests/infra",
     "tests/events",
+    "tests/drills",
     "plugins/events-kafka",
     "plugins/events-nats",
     "plugins/storage-adls",
@@ -37,6 +39,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         try:
             relative = item.path.resolve().relative_to(ROOT).as_posix()
         except ValueError:
+            continue
+        if item.get_closest_marker("drill_subset"):
             continue
         if (
             relative.startswith(SLOW_PATHS)

@@ -34,7 +34,7 @@ import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
-from schemathesis.core.failures import FailureGroup
+from schemathesis.errors import FailureGroup
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
 from lakekeeper_testing.server import create_file_warehouse
@@ -64,6 +64,8 @@ class FuzzReport:
     statuses: Counter = field(default_factory=Counter)
     findings: dict[tuple[str, str], Finding] = field(default_factory=dict)
     seconds: float = 0.0
+    # the first successful JSON answer of each operation (to compare with the documented schemas)
+    samples: dict[str, Any] = field(default_factory=dict)
 
     def add(self, finding: Finding) -> None:
         # one per operation and kind of problem: the report stays readable, the first instance is kept
@@ -229,6 +231,11 @@ def _runner(operation, label, strategy, examples, server_url, session, sandbox, 
             return
         report.requests += 1
         report.statuses[response.status_code] += 1
+        if 200 <= response.status_code < 300 and label not in report.samples and response.content:
+            try:
+                report.samples[label] = response.json()
+            except ValueError:
+                pass
         if skip(operation, case, response) is not None:
             return
         for problem in problems(case, response, error_model):
