@@ -360,3 +360,17 @@ def test_documented_management_answers_describe_what_the_server_answers(document
         validator(document, schema).validate(response.json())
     warehouse = deref(document, {"$ref": "#/components/schemas/Warehouse"})
     assert not validator(document, warehouse).is_valid({"id": "x", "name": "w"})  # not vacuous
+
+
+@pytest.mark.parametrize("name", list(PREFIXES))
+def test_operations_that_answer_json_document_its_schema(documents, url_map, name):
+    """Every handler that answers a JSON body has its answer's schema in the document (so the fuzzing
+    drill, tests/drills, validates what it answers)."""
+    document = documents[name]
+    for rule, _, source in served(url_map, name):
+        if "json_response(" not in source and "Reply.json" not in source:
+            continue
+        for method in {m.lower() for m in rule.methods} - {"options", "head"}:
+            responses = document["paths"][openapi_path(rule.rule)][method]["responses"]
+            assert any("content" in responses[status] for status in ("200", "201", "202") if status in responses), \
+                f"{method.upper()} {rule.rule} ({rule.endpoint})"
