@@ -103,15 +103,17 @@ def seed(server_url: str, root: str) -> Seed:
         prefix = f"/catalog/v1/{warehouse_id}"
         view = http.post(f"{prefix}/namespaces/fuzz/views", json=_view_body("v"))
         view.raise_for_status()
-        namespace = http.get(f"{prefix}/namespaces/fuzz", params={"returnUuid": "true"}).json()
-        user = http.post("/management/v1/user", json={"id": "oidc~fuzz", "name": "Fuzz", "user-type": "human"})
-        role = http.post("/management/v1/role", json={"name": f"fuzz-{name}"})
+        namespace = http.get(f"{prefix}/namespaces/fuzz", params={"returnUuid": "true"})
+        user = http.post("/management/v1/user", json={"id": f"oidc~{name}", "name": "Fuzz", "user-type": "human"})
+        role = http.post("/management/v1/role", json={"name": name})
+        for response in (namespace, user, role):
+            response.raise_for_status()
         project = http.get("/management/v1/project").json()
     ids = {
         "prefix": warehouse_id, "warehouse_id": warehouse_id, "namespace": "fuzz", "table": "t", "view": "v",
         "tabular_id": str(table.metadata.table_uuid), "table_id": str(table.metadata.table_uuid),
         "view_id": view.json()["metadata"]["view-uuid"],
-        "namespace_id": namespace.get("namespace-uuid") or namespace.get("id") or "",
+        "namespace_id": namespace.json()["namespace-uuid"],
         "user_id": user.json()["id"], "role_id": role.json()["id"], "member_id": user.json()["id"],
         "member_type": "user", "project_id": project["project-id"], "queue_name": "tabular_purge",
     }  # fmt: skip
