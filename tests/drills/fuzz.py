@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import hypothesis
 import jsonschema
 import pyarrow as pa
 import requests
@@ -180,9 +181,11 @@ def fuzz(
     max_examples: int,
     skip: Callable[[Any, Any, requests.Response], str | None] = lambda operation, case, response: None,
     only: Iterable[str] | None = None,
+    random_seed: int | None = None,
 ) -> FuzzReport:
     """Fuzz every operation of one API document; ``skip`` names a known, owned problem of a case
-    (its finding is not reported, the request is counted)."""
+    (its finding is not reported, the request is counted). Without ``random_seed`` every run sends
+    the same requests (hypothesis derandomized); a seed explores other ones."""
     document = load_document(server_url, api)
     schema = schemathesis.openapi.from_dict(document)
     error_model = jsonschema.Draft202012Validator(
@@ -209,17 +212,19 @@ def fuzz(
             if real:  # generated ids too: unknown, malformed and hostile ones
                 strategies.append(operation.as_strategy(mode))
 
-        _runner(operation, label, st.one_of(strategies), max_examples * len(strategies), server_url, session,
-                sandbox, skip, error_model, report)()
+        run = _runner(operation, label, st.one_of(strategies), max_examples * len(strategies), server_url, session,
+                      sandbox, skip, error_model, report, derandomize=random_seed is None)
+        (hypothesis.seed(random_seed)(run) if random_seed is not None else run)()
     session.close()
     report.seconds = time.monotonic() - started
     return report
 
 
-def _runner(operation, label, strategy, examples, server_url, session, sandbox, skip, error_model, report):
+def _runner(operation, label, strategy, examples, server_url, session, sandbox, skip, error_model, report, *,
+            derandomize: bool):
     """One hypothesis run over an operation's cases: each is sent, counted and checked."""
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True, phases=[Phase.generate],
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=derandomize, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     @given(case=strategy)
     def run(case):
