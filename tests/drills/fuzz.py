@@ -178,13 +178,13 @@ def fuzz(
     seeded: Seed,
     sandbox: Sandbox,
     *,
-    max_examples: int,
+    examples: int,
     skip: Callable[[Any, Any, requests.Response], str | None] = lambda operation, case, response: None,
     only: Iterable[str] | None = None,
     random_seed: int | None = None,
 ) -> FuzzReport:
-    """Fuzz every operation of one API document; ``skip`` names a known, owned problem of a case
-    (its finding is not reported, the request is counted). Without ``random_seed`` every run sends
+    """Fuzz every operation of one API document with ``examples`` requests each; ``skip`` names a
+    known, owned problem of a case (its finding is not reported, the request is counted). Without ``random_seed`` every run sends
     the same requests (hypothesis derandomized); a seed explores other ones."""
     document = load_document(server_url, api)
     schema = schemathesis.openapi.from_dict(document)
@@ -212,7 +212,7 @@ def fuzz(
             if real:  # generated ids too: unknown, malformed and hostile ones
                 strategies.append(operation.as_strategy(mode))
 
-        run = _runner(operation, label, st.one_of(strategies), max_examples * len(strategies), server_url, session,
+        run = _runner(operation, label, st.one_of(strategies), examples, server_url, session,
                       sandbox, skip, error_model, report, derandomize=random_seed is None)
         (hypothesis.seed(random_seed)(run) if random_seed is not None else run)()
     session.close()
