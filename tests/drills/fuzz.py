@@ -184,8 +184,8 @@ def fuzz(
     random_seed: int | None = None,
 ) -> FuzzReport:
     """Fuzz every operation of one API document with ``examples`` requests each; ``skip`` names a
-    known, owned problem of a case (its finding is not reported, the request is counted). Without ``random_seed`` every run sends
-    the same requests (hypothesis derandomized); a seed explores other ones."""
+    known, owned problem of a case (its finding is not reported, the request is counted). Without
+    ``random_seed`` every run sends the same requests (hypothesis derandomized); a seed explores others."""
     document = load_document(server_url, api)
     schema = schemathesis.openapi.from_dict(document)
     error_model = jsonschema.Draft202012Validator(
