@@ -24,7 +24,7 @@ from lakekeeper_host.api import idempotency as idempotency_api
 from lakekeeper_host.api import reads
 from lakekeeper_host.api.common import json_response, state
 from lakekeeper_host.api.management_permissions import PERMISSION_MANAGED_ACCESS, PERMISSION_OBJECTS
-from lakekeeper_host.api.openapi_schemas import Schemas, reachable
+from lakekeeper_host.api.openapi_schemas import ERROR_SCHEMAS, Schemas, reachable
 from lakekeeper_host.errors import not_found
 
 blueprint = Blueprint("docs", __name__)
@@ -52,24 +52,7 @@ window.ui = SwaggerUIBundle({
 
 _ERROR_REF = {"$ref": "#/components/responses/IcebergErrorResponse"}
 COMPONENTS: dict[str, Any] = {
-    "schemas": {
-        "ErrorModel": {
-            "type": "object",
-            "description": "What went wrong; `type` names the error class clients dispatch on.",
-            "required": ["message", "type", "code"],
-            "properties": {
-                "message": {"type": "string", "description": "Human-readable explanation"},
-                "type": {"type": "string", "description": "Error class, e.g. NoSuchTableException"},
-                "code": {"type": "integer", "minimum": 400, "maximum": 599, "description": "The HTTP status"},
-            },
-        },
-        "IcebergErrorResponse": {
-            "type": "object",
-            "description": "The body of every 4xx and 5xx answer.",
-            "required": ["error"],
-            "properties": {"error": {"$ref": "#/components/schemas/ErrorModel"}},
-        },
-    },
+    "schemas": ERROR_SCHEMAS,
     "responses": {
         "IcebergErrorResponse": {
             "description": "Error (see ErrorModel)",
@@ -273,6 +256,47 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
     "management_users.create_role": "Role",
     "management_users.get_role": "Role",
     "management_users.list_roles": "RoleList",
+    "management_users.search_user": "SearchUserList",
+    "management_users.search_role": "SearchRoleList",
+    **dict.fromkeys(("management_users.update_role", "management_users.update_role_source_system"), "Role"),
+    "management_users.get_role_metadata": "RoleMetadata",
+    **dict.fromkeys(("management_users.get_user_roles", "management_users.get_user_roles_transitive",
+                     "management_users.list_member_of", "management_users.list_member_of_transitive"),
+                    "RoleMembershipList"),
+    **dict.fromkeys(("management_users.list_role_members", "management_users.list_role_members_transitive"),
+                    "RoleMemberList"),
+    "management_users.add_role_members": "AddedRoleMembers",
+    **dict.fromkeys((
+        "management_warehouses.rename_warehouse", "management_warehouses.set_delete_profile",
+        "management_warehouses.set_format_version_policy", "management_warehouses.update_storage",
+        "management_warehouses.update_storage_credential",
+    ), "Warehouse"),
+    **dict.fromkeys((
+        "management_warehouses.get_warehouse_protection", "management_warehouses.set_warehouse_protection",
+        "management_warehouses.get_table_protection", "management_warehouses.set_table_protection",
+        "management_warehouses.get_view_protection", "management_warehouses.set_view_protection",
+        "management_warehouses.get_namespace_protection", "management_warehouses.set_namespace_protection",
+    ), "Protection"),
+    **dict.fromkeys((
+        "management_warehouses.validate_warehouse_creation", "management_warehouses.validate_storage_profile",
+        "management_warehouses.validate_storage_credential", "management_warehouses.validate_storage_access",
+    ), "ValidationReport"),
+    "management_warehouses.list_deleted_tabulars": "DeletedTabularList",
+    "management_warehouses.search_tabular": "SearchTabularList",
+    "management_warehouses.move_namespace": "MovedNamespace",
+    "management_warehouses.warehouse_statistics": "WarehouseStatistics",
+    "management_statistics.endpoint_statistics": "EndpointStatistics",
+    **dict.fromkeys(("management_tasks.get_queue_config", "management_tasks.get_project_queue_config"),
+                    "QueueConfig"),
+    "management_tasks.schedule_task": "ScheduledTask",
+    **dict.fromkeys(("management_tasks.list_tasks", "management_tasks.list_project_tasks"), "TaskList"),
+    **dict.fromkeys(("management_tasks.get_task", "management_tasks.get_project_task"), "TaskDetails"),
+    **dict.fromkeys(("management_maintenance.get_table_maintenance", "management_maintenance.set_table_maintenance"),
+                    "TableMaintenance"),
+    "management_maintenance.run_table_maintenance": "MaintenanceRun",
+    "management_maintenance.run_warehouse_maintenance": "MaintenanceRuns",
+    "metrics_reports.list_table_metrics": "TableMetricsReports",
+    "plugins_listing.plugins": "PluginList",
     "catalog.get_config": "ConfigResponse",
     "catalog.list_namespaces": "ListNamespaceResponse",
     "catalog.create_namespace": "NamespaceResponse",
@@ -297,6 +321,8 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
     **{f"management_permissions.{name}_{op}": "ManagedAccess"
        for name in PERMISSION_MANAGED_ACCESS for op in ("properties", "managed_access")},
     "management_permissions.check": "CheckResponse",
+    **dict.fromkeys(("s3_signer.sign_global", "s3_signer.sign_in_warehouse", "s3_signer.sign_for_table"),
+                    "S3SignResponse"),
 }
 _STRUCTURED = re.compile(r"structure_body\(\s*await json_body\(\)\s*,\s*([\w.]+)\s*\)")
 
@@ -400,7 +426,7 @@ def _operation(
         choices = [schemas.named(name) for name in names]
         schema = choices[0] if len(choices) == 1 else {"oneOf": choices}
         for status in statuses:
-            if status in (200, 201):
+            if status in (200, 201, 202):
                 responses[str(status)]["content"] = {"application/json": {"schema": schema}}
     operation: dict[str, Any] = {
         "summary": doc[0] if doc else re.sub(r"([A-Z])", r" \1", operation_id).capitalize(),

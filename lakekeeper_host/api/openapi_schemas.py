@@ -32,6 +32,9 @@ WIRE_FORMS: dict[str, dict[str, Any]] = {
         "anyOf": [{"type": "string"}, {"type": "object", "required": ["type"]}],
         "description": "A primitive type name (`long`, `decimal(9,2)`, ...) or a struct, list or map object",
     },
+    # pyiceberg's enum values are upper case; the REST spec (and the server's answers) spell them
+    # lower case, which pyiceberg reads as well
+    "FileFormat": {"type": "string", "enum": ["avro", "orc", "parquet", "puffin"]},
 }
 
 
@@ -55,7 +58,7 @@ class Schemas:
     def named(self, name: str) -> dict[str, Any]:
         """A hand-written shape (``HAND_SCHEMAS``, ``MANAGEMENT_ANSWERS``, with what they refer to),
         else the pyiceberg REST model of that name."""
-        written = HAND_SCHEMAS.get(name) or MANAGEMENT_ANSWERS.get(name)
+        written = HAND_SCHEMAS.get(name) or MANAGEMENT_ANSWERS.get(name) or ERROR_SCHEMAS.get(name)
         if written is None:
             from pyiceberg.catalog import rest
 
@@ -201,10 +204,35 @@ def _omittable_nulls(schema: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- hand-written shapes
 
+# what every failure answers (and what a failed storage validation check carries)
+ERROR_SCHEMAS: dict[str, dict[str, Any]] = {
+    "ErrorModel": {
+        "type": "object",
+        "description": "What went wrong; `type` names the error class clients dispatch on.",
+        "required": ["message", "type", "code"],
+        "properties": {
+            "message": {"type": "string", "description": "Human-readable explanation"},
+            "type": {"type": "string", "description": "Error class, e.g. NoSuchTableException"},
+            "code": {"type": "integer", "minimum": 400, "maximum": 599, "description": "The HTTP status"},
+        },
+    },
+    "IcebergErrorResponse": {
+        "type": "object",
+        "description": "The body of every 4xx and 5xx answer.",
+        "required": ["error"],
+        "properties": {"error": {"$ref": "#/components/schemas/ErrorModel"}},
+    },
+}
+
 _STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 _STRINGS = {"type": "array", "items": {"type": "string"}}
-# request bodies the handlers parse by hand (the Iceberg REST spec's shapes)
+# request bodies the handlers parse by hand (the Iceberg REST spec's shapes), and the S3 signer's answer
 HAND_SCHEMAS: dict[str, dict[str, Any]] = {
+    "S3SignResponse": {
+        "type": "object", "required": ["uri", "headers"],
+        "properties": {"uri": {"type": "string"},
+                       "headers": {"type": "object", "additionalProperties": _STRINGS}},
+    },
     "CreateNamespaceRequest": {
         "type": "object", "required": ["namespace"],
         "properties": {"namespace": _STRINGS, "properties": _STRING_MAP},
@@ -239,6 +267,8 @@ HAND_SCHEMAS: dict[str, dict[str, Any]] = {
 _TEXT_OR_NULL = {"anyOf": [{"type": "string"}, {"type": "null"}]}
 _INSTANT_OR_NULL = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}
 _NEXT_PAGE = {"next-page-token": _TEXT_OR_NULL}
+_OBJECT_OR_NULL = {"anyOf": [{"type": "object"}, {"type": "null"}]}
+_TASK_STATUSES = ("SCHEDULED", "RUNNING", "STOPPING", "SUCCESS", "FAILED", "CANCELLED")  # server/tasks.API_STATUS
 
 
 def _list_of(key: str, item: str) -> dict[str, Any]:
@@ -344,5 +374,158 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
     },
     "CheckResponse": {
         "type": "object", "required": ["allowed"], "properties": {"allowed": {"type": "boolean"}},
+    },
+    "SearchUserList": {
+        "type": "object", "required": ["users"],
+        "properties": {"users": {"type": "array", "items": {
+            "type": "object", "required": ["id", "name", "user-type"],
+            "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "email": _TEXT_OR_NULL,
+                           "user-type": {"enum": ["human", "application"]}}}}},
+    },
+    "SearchRoleList": {
+        "type": "object", "required": ["roles"], "properties": {"roles": {"type": "array", "items": ref("Role")}},
+    },
+    "RoleMetadata": {
+        "type": "object", "required": ["id", "name", "project-id"],
+        "properties": {"id": {"type": "string"}, "ident": {"type": "string"}, "name": {"type": "string"},
+                       "project-id": {"type": "string"}, "provider-id": {"type": "string"},
+                       "source-id": {"type": "string"}},
+    },
+    "RoleMembership": {
+        "type": "object", "required": ["id", "name"],
+        "properties": {"id": {"type": "string"}, "ident": {"type": "string"}, "name": {"type": "string"}},
+    },
+    "RoleMembershipList": _list_of("roles", "RoleMembership"),
+    "RoleMember": {
+        "type": "object", "required": ["type", "id"],
+        "description": "A user (`type` user: name, email, user-type) or a role (`type` role: ident, name)",
+        "properties": {"type": {"enum": ["user", "role"]}, "id": {"type": "string"}, "name": {"type": "string"},
+                       "email": _TEXT_OR_NULL, "user-type": {"enum": ["human", "application"]},
+                       "ident": {"type": "string"}},
+    },
+    "RoleMemberList": _list_of("members", "RoleMember"),
+    "AddedRoleMembers": {
+        "type": "object", "required": ["members"],
+        "properties": {"members": {"type": "array", "items": {
+            "type": "object", "required": ["type", "id"],
+            "properties": {"type": {"enum": ["user", "role"]}, "id": {"type": "string"}}}}},
+    },
+    "Protection": {
+        "type": "object", "required": ["protected"],
+        "properties": {"protected": {"type": "boolean"}, "updated-at": _INSTANT_OR_NULL},
+    },
+    "DeletedTabular": {
+        "type": "object", "required": ["id", "name", "namespace", "typ", "warehouse-id", "deleted-at"],
+        "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "namespace": _STRINGS,
+                       "typ": {"enum": ["table", "view"]}, "warehouse-id": {"type": "string"},
+                       "created-at": _INSTANT_OR_NULL, "deleted-at": _INSTANT_OR_NULL,
+                       "expiration-date": _INSTANT_OR_NULL},
+    },
+    "DeletedTabularList": _list_of("tabulars", "DeletedTabular"),
+    "SearchTabularList": {
+        "type": "object", "required": ["tabulars"],
+        "properties": {"tabulars": {"type": "array", "items": {
+            "type": "object", "required": ["namespace-name", "tabular-name", "tabular-id"],
+            "properties": {"namespace-name": _STRINGS, "tabular-name": {"type": "string"},
+                           "tabular-id": {"type": "object", "required": ["type", "id"], "properties": {
+                               "type": {"enum": ["table", "view"]}, "id": {"type": "string"}}},
+                           "distance": {"anyOf": [{"type": "number"}, {"type": "null"}]}}}}},
+    },
+    "ValidationReport": {
+        "type": "object", "required": ["valid", "checks"],
+        "description": "Each check of a storage validation; `valid` is false when one failed",
+        "properties": {"valid": {"type": "boolean"}, "checks": {"type": "array", "items": {
+            "type": "object", "required": ["name", "status"],
+            "properties": {"name": {"type": "string"}, "status": {"enum": ["passed", "failed", "skipped", "warning"]},
+                           "duration-ms": {"type": "integer"}, "reason": {"type": "string"},
+                           "error": ref("ErrorModel")}}}},
+    },
+    "MovedNamespace": {
+        "type": "object", "required": ["namespace", "namespace-id"],
+        "properties": {"namespace": _STRINGS, "namespace-id": {"type": "string"},
+                       "parent-namespace-id": _TEXT_OR_NULL},
+    },
+    "WarehouseStatistics": {
+        "type": "object", "required": ["warehouse-ident", "stats"],
+        "properties": {"warehouse-ident": {"type": "string"}, "stats": {"type": "array", "items": {
+            "type": "object", "required": ["timestamp", "number-of-tables", "number-of-views"],
+            "properties": {"timestamp": {"type": "string", "format": "date-time"},
+                           "number-of-tables": {"type": "integer"}, "number-of-views": {"type": "integer"},
+                           "updated-at": _INSTANT_OR_NULL}}}, **_NEXT_PAGE},
+    },
+    "EndpointStatistics": {
+        "type": "object", "required": ["timestamps", "called-endpoints"],
+        "properties": {
+            "timestamps": {"type": "array", "items": {"type": "string", "format": "date-time"}},
+            "called-endpoints": {"type": "array", "items": {"type": "array", "items": {
+                "type": "object", "required": ["count", "http-route", "status-code"],
+                "properties": {"count": {"type": "integer"}, "http-route": {"type": "string"},
+                               "status-code": {"type": "integer"}, "warehouse-id": _TEXT_OR_NULL,
+                               "warehouse-name": _TEXT_OR_NULL, "created-at": _INSTANT_OR_NULL,
+                               "updated-at": _INSTANT_OR_NULL}}}},
+            "previous-page-token": _TEXT_OR_NULL, **_NEXT_PAGE},
+    },
+    "QueueConfig": {
+        "type": "object", "required": ["queue-config"],
+        "properties": {"queue-config": {"type": "object", "required": ["queue-name"],
+                                        "properties": {"queue-name": {"type": "string"}}},
+                       "max-seconds-since-last-heartbeat": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
+    },
+    "ScheduledTask": {"type": "object", "required": ["task-id"], "properties": {"task-id": {"type": "string"}}},
+    "Task": {
+        "type": "object", "required": ["task-id", "project-id", "queue-name", "entity", "status", "attempt"],
+        "properties": {"task-id": {"type": "string"}, "project-id": {"type": "string"},
+                       "warehouse-id": _TEXT_OR_NULL, "queue-name": {"type": "string"},
+                       "entity": {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}},
+                       "entity-name": _STRINGS, "status": {"enum": list(_TASK_STATUSES)},
+                       "scheduled-for": _INSTANT_OR_NULL, "picked-up-at": _INSTANT_OR_NULL,
+                       "attempt": {"type": "integer"}, "last-heartbeat-at": _INSTANT_OR_NULL,
+                       "progress": {"type": "number"}, "parent-task-id": _TEXT_OR_NULL,
+                       "created-at": _INSTANT_OR_NULL, "updated-at": _INSTANT_OR_NULL},
+    },
+    "TaskList": _list_of("tasks", "Task"),
+    "TaskDetails": {
+        "allOf": [ref("Task"), {
+            "type": "object", "required": ["task-data", "attempts"],
+            "properties": {"task-data": {"type": "object"}, "execution-details": _OBJECT_OR_NULL,
+                           "message": _TEXT_OR_NULL, "attempts": {"type": "array", "items": {
+                               "type": "object", "required": ["attempt", "status"],
+                               "properties": {"attempt": {"type": "integer"},
+                                              "status": {"enum": list(_TASK_STATUSES)},
+                                              "scheduled-for": _INSTANT_OR_NULL, "started-at": _INSTANT_OR_NULL,
+                                              "duration": _TEXT_OR_NULL, "message": _TEXT_OR_NULL,
+                                              "created-at": _INSTANT_OR_NULL, "progress": {"type": "number"},
+                                              "execution-details": _OBJECT_OR_NULL}}}}}],
+    },
+    "TableMaintenance": {
+        "type": "object", "required": ["table-id", "policy", "effective-policy"],
+        "description": "The table's own policy override, and the warehouse policy merged with it",
+        "properties": {"table-id": {"type": "string"}, "policy": {"type": "object"},
+                       "effective-policy": {"type": "object"}, "updated-at": _INSTANT_OR_NULL},
+    },
+    "MaintenanceRun": {
+        "type": "object", "required": ["task-id", "table-id"],
+        "properties": {"task-id": {"type": "string"}, "table-id": {"type": "string"}, "entity-name": _STRINGS,
+                       "attempt": {"type": "integer"}},
+    },
+    "MaintenanceRuns": {
+        "type": "object", "required": ["runs"],
+        "properties": {"runs": {"type": "array", "items": ref("MaintenanceRun")}},
+    },
+    "TableMetricsReports": {
+        "type": "object", "required": ["reports"],
+        "properties": {"reports": {"type": "array", "items": {
+            "type": "object", "required": ["report-id", "report-type", "created-at", "report"],
+            "properties": {"report-id": {"type": "string"}, "report-type": {"type": "string"},
+                           "snapshot-id": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+                           "created-at": {"type": "string", "format": "date-time"}, "report": {"type": "object"}}}},
+            **_NEXT_PAGE},
+    },
+    "PluginList": {
+        "type": "object", "required": ["plugins"],
+        "properties": {"plugins": {"type": "array", "items": {
+            "type": "object", "required": ["name", "hooks", "builtin"],
+            "properties": {"name": {"type": "string"}, "distribution": _TEXT_OR_NULL, "version": _TEXT_OR_NULL,
+                           "hooks": _STRINGS, "provides": _STRINGS, "builtin": {"type": "boolean"}}}}},
     },
 }  # fmt: skip

@@ -212,6 +212,11 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
     back by the pool before this runs."""
 
 
+# PostgreSQL's text and jsonb cannot hold U+0000 (SQLite's can): a name, property or query value
+# carrying one is the request's fault, a 400 (found by the fuzzing drill, tests/drills)
+_UNSTORABLE_TEXT = (asyncpg.exceptions.CharacterNotInRepertoireError, asyncpg.exceptions.UntranslatableCharacterError)
+
+
 class PoolTimeout(CatalogError):
     """No pooled connection became free within ``LAKEKEEPER__PG_ACQUIRE_TIMEOUT``: 503, retry later."""
 
@@ -325,6 +330,10 @@ class _PostgresPool:
             if _is_closed(connection):  # "connection is closed", a protocol in disarray: the server went away
                 raise DatabaseUnavailable(exc) from exc
             raise
+        except _UNSTORABLE_TEXT as exc:
+            raise CatalogError(
+                400, "BadRequestException", f"The request contains text PostgreSQL cannot store: {exc}"
+            ) from None
         finally:
             await connection.__aexit__(None, None, None)
 

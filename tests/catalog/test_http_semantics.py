@@ -127,3 +127,25 @@ def test_register_with_a_malformed_body_names_the_field(prefix_url, kind):
         assert response.status_code == 400, (body, response.text)
         assert response.json()["error"]["type"] == "BadRequestException"
         assert field in response.json()["error"]["message"]
+
+
+def test_a_nul_character_is_a_client_error_on_every_backend(rest, server):  # found by tests/drills (fuzzing)
+    """PostgreSQL's text columns cannot hold U+0000: a name or lookup carrying one is the request's
+    fault (400 there), never a 500; the embedded SQLite stores it like any character (and properties
+    are JSON, where it is an escape)."""
+    assert rest.create_namespace("ns").status_code == 200
+    answers = [
+        rest.http.get("/namespaces", params={"parent": "a\x00b"}),
+        rest.http.get("/namespaces/a%00b"),
+        rest.http.get("/namespaces/ns/tables/t%00"),
+        rest.http.post("/namespaces", json={"namespace": ["nul\x00"]}),
+    ]
+    properties = rest.http.post("/namespaces/ns/properties", json={"updates": {"k": "v\x00"}})
+    assert properties.status_code == 200, properties.text
+    for response in answers:
+        assert response.status_code < 500, response.text
+        if response.status_code >= 400:
+            error(response)
+    if server.backend == "postgres":
+        assert [response.status_code for response in answers] == [400] * len(answers)
+        assert "cannot store" in error(answers[0])["message"]

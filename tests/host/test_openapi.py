@@ -324,6 +324,12 @@ def test_documented_answers_describe_what_the_server_answers(documents, sqlite_s
         assert response.status_code == 200, (path, response.text)
         validator(catalog_doc, answer_schema(catalog_doc, path)).validate(response.json())
     assert answers[table_path].json()["metadata"]["snapshots"], "the validated answer has a snapshot to check"
+    # a completed scan plan names its files' format in the spec's lower case (found by tests/drills: the
+    # schema taken from pyiceberg's enum said PARQUET)
+    plan = httpx.post(f"{base}/{warehouse_id}/namespaces/docs/tables/t/plan", json={})
+    assert plan.status_code == 200 and plan.json()["file-scan-tasks"], plan.text
+    plan_path = table_path + "/plan"
+    validator(catalog_doc, answer_schema(catalog_doc, plan_path, "post")).validate(plan.json())
     table_schema = validator(catalog_doc, answer_schema(catalog_doc, table_path))
     assert not table_schema.is_valid({"metadata": {"format-version": 2}})  # not vacuous
 
@@ -354,3 +360,17 @@ def test_documented_management_answers_describe_what_the_server_answers(document
         validator(document, schema).validate(response.json())
     warehouse = deref(document, {"$ref": "#/components/schemas/Warehouse"})
     assert not validator(document, warehouse).is_valid({"id": "x", "name": "w"})  # not vacuous
+
+
+@pytest.mark.parametrize("name", list(PREFIXES))
+def test_operations_that_answer_json_document_its_schema(documents, url_map, name):
+    """Every handler that answers a JSON body has its answer's schema in the document (so the fuzzing
+    drill, tests/drills, validates what it answers)."""
+    document = documents[name]
+    for rule, _, source in served(url_map, name):
+        if "json_response(" not in source and "Reply.json" not in source:
+            continue
+        for method in {m.lower() for m in rule.methods} - {"options", "head"}:
+            responses = document["paths"][openapi_path(rule.rule)][method]["responses"]
+            assert any("content" in responses[status] for status in ("200", "201", "202") if status in responses), \
+                f"{method.upper()} {rule.rule} ({rule.endpoint})"

@@ -698,3 +698,21 @@ def test_unknown_view_updates_and_requirements_are_400(views, ns):  # spec: unkn
     with pytest.raises(views.Error) as info:
         views.commit(VIEW, [{"type": "assert-current-schema-id", "current-schema-id": 0}], [])
     assert info.value.status == 400 and "assert-current-schema-id" in info.value.message
+
+
+def test_malformed_view_bodies_are_400_not_500(views, ns, http, prefix_url):  # found by tests/drills (fuzzing)
+    create(views)
+    # an update whose action is not a string, a requirement whose type is not one
+    response = http.post(views.view_url(VIEW), json={"updates": [{"action": {"set-properties": 1}}]})
+    assert response.status_code == 400 and "Unknown view update action" in response.json()["error"]["message"]
+    response = http.post(views.view_url(VIEW), json={"requirements": [{"type": ["x"]}], "updates": []})
+    assert response.status_code == 400 and "Unknown view requirement type" in response.json()["error"]["message"]
+    # a default value pyiceberg cannot read (its validator raises TypeError, not a ValidationError)
+    body = {"name": "bad", "schema": {"type": "struct", "fields": [{"id": 1, "name": "a", "required": False,
+                                                                    "initial-default": "x"}]},
+            "view-version": {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {},
+                             "default-namespace": list(NS),
+                             "representations": [{"type": "sql", "dialect": "spark", "sql": "SELECT 1"}]}}
+    response = http.post(f"{prefix_url}/namespaces/ns/views", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["message"].startswith("Invalid schema")

@@ -119,7 +119,8 @@ _VERSION = TypeAdapter(ViewVersion)
 _SCHEMA = TypeAdapter(Schema)
 
 
-def _validation_message(exc: ValidationError) -> str:
+def _validation_message(exc: ValueError | TypeError) -> str:
+    # pyiceberg's own validators raise plain TypeError/ValueError (e.g. an unparsable default value)
     return reason(exc)
 
 
@@ -131,11 +132,11 @@ def parse_view_updates(raw: Any) -> tuple[Any, ...]:
     parsed = []
     for index, item in enumerate(raw):
         action = item.get("action") if isinstance(item, dict) else None
-        if action not in VIEW_UPDATE_ACTIONS:
+        if not isinstance(action, str) or action not in VIEW_UPDATE_ACTIONS:
             raise bad_request(f"Unknown view update action: {action!r} (updates[{index}])")
         try:
             parsed.append(_UPDATES.validate_python(item))
-        except ValidationError as exc:
+        except (ValidationError, ValueError, TypeError) as exc:
             raise bad_request(
                 f"Invalid view update {action!r} (updates[{index}]): {_validation_message(exc)}"
             ) from None
@@ -151,11 +152,11 @@ def parse_view_requirements(raw: Any) -> tuple[AssertViewUUID, ...]:
     parsed = []
     for index, item in enumerate(raw):
         type_ = item.get("type") if isinstance(item, dict) else None
-        if type_ not in VIEW_REQUIREMENT_TYPES:
+        if not isinstance(type_, str) or type_ not in VIEW_REQUIREMENT_TYPES:
             raise bad_request(f"Unknown view requirement type: {type_!r} (requirements[{index}])")
         try:
             parsed.append(AssertViewUUID.model_validate(item))
-        except ValidationError as exc:
+        except (ValidationError, ValueError, TypeError) as exc:
             raise bad_request(
                 f"Invalid view requirement {type_!r} (requirements[{index}]): {_validation_message(exc)}"
             ) from None
@@ -165,16 +166,16 @@ def parse_view_requirements(raw: Any) -> tuple[AssertViewUUID, ...]:
 def parse_view_version(raw: Any) -> ViewVersion:
     try:
         return _VERSION.validate_python(raw)
-    except ValidationError as exc:
-        raise bad_request(f"Invalid request body: {reason(exc, 'view-version')}") from None
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise bad_request(f"Invalid view-version: {reason(exc, 'view-version')}") from None
 
 
 def parse_schema(raw: Any) -> Schema:
     check_schema(raw, "schema")
     try:
         return _SCHEMA.validate_python(raw)
-    except ValidationError as exc:
-        raise bad_request(f"Invalid request body: {reason(exc, 'schema')}") from None
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise bad_request(f"Invalid schema: {reason(exc, 'schema')}") from None
 
 
 def validate_requirements(requirements: Iterable[AssertViewUUID], base: ViewMetadata | None) -> None:
@@ -533,5 +534,5 @@ def parse_view_metadata(raw: bytes | str | dict[str, Any]) -> ViewMetadata:
         if isinstance(raw, dict):
             return ViewMetadata.model_validate(raw)
         return ViewMetadata.model_validate_json(raw)
-    except ValidationError as exc:
+    except (ValidationError, ValueError, TypeError) as exc:
         raise bad_request(f"Invalid view metadata: {_validation_message(exc)}") from None
