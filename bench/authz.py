@@ -192,4 +192,10 @@ loadTable: closed loop, 16 workers, {result['seconds']} s over bob's tables. Lis
   {'met' if summary['targets']['load_table_ge_0.7'] else 'not met'})
 - filtered list page / unfiltered (p50): **{summary['filtered_list_page_vs_unfiltered_p50']}** (target ≤ 3:
   {'met' if summary['targets']['filtered_page_le_3x'] else 'not met'})
+
+Reading: bob's first page holds 100 of the 1,000 rows, so the filtered page reads every row of the
+namespace (database pages of 101, 201, 401, ... rows) and asks `include_in_list` for each, answered
+from the check cache once warm (the cold first request asks OpenFGA for all of them, in batches of
+`MAX_BATCH_CHECK_SIZE`). The driver, the server, PostgreSQL, the OpenFGA double and other users of this
+2-core machine share it: compare the ratios of one run, and expect them to move between runs.
 """
