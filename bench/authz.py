@@ -77,7 +77,7 @@ def _target(server_url: str, token: str) -> dict[str, Any]:
 
 
 def run(backend: str, *, tables: int = 1000, seconds: float = 15.0, samples: int = 20,
-        out: Path | None = None) -> dict[str, Any]:
+        out: Path | None = None, markdown: Path | None = REPO / "bench" / "AUTHZ.md") -> dict[str, Any]:
     from lakekeeper_testing.oidc import OidcIssuer
 
     out = out or REPO / "bench" / "results"
@@ -121,7 +121,9 @@ def run(backend: str, *, tables: int = 1000, seconds: float = 15.0, samples: int
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"authz-{result['date'][:10]}-{backend}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
-    (REPO / "bench" / "AUTHZ.md").write_text(render(result, path))
+    result["json"] = str(path)
+    if markdown is not None:
+        markdown.write_text(render(result, path))
     return result
 
 
@@ -163,6 +165,10 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
 def render(result: dict[str, Any], path: Path) -> str:
     rows = []
     for name, server in result["servers"].items():
@@ -174,7 +180,7 @@ def render(result: dict[str, Any], path: Path) -> str:
     return f"""# Authorization benchmark
 
 `python -m bench authz --backend {result['backend']}` on {result['date']} ({result['machine']['cpu']},
-Python {result['machine']['python']}); raw numbers in `{path.relative_to(REPO)}`. How it runs:
+Python {result['machine']['python']}); raw numbers in `{_shown(path)}`. How it runs:
 `bench/authz.py`. OpenFGA is the plugin's **test double** of OpenFGA's HTTP API (Python, in the
 orchestrator process): no OpenFGA server can run on this machine, so the OpenFGA side's absolute cost
 differs from a real deployment's; the check cache (10 s TTL) is the plugin's default.
