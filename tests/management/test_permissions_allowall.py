@@ -59,3 +59,23 @@ def test_malformed_requests_are_400(http, warehouse):
     assert both.status_code == 400 and both.json()["error"]["type"] == "InvalidPrincipal"
     assert http.post(f"{wh}/managed-access", json={"managed-access": "yes"}).status_code == 400
     assert http.get(f"{wh}/access", params={"principalUser": "oidc~a", "principalRole": "r"}).status_code == 400
+
+
+def test_answers_match_the_served_openapi_document(http, warehouse):
+    import jsonschema
+
+    document = http.get("/api-docs/management/v1/openapi.json").json()
+
+    def validate(path: str, method: str, answer: dict) -> None:
+        schema = document["paths"][path][method]["responses"]["200"]["content"]["application/json"]["schema"]
+        jsonschema.Draft202012Validator({**schema, "components": document["components"]}).validate(answer)
+
+    base = "/management/v1/permissions"
+    validate(f"{base}/warehouse/{{warehouse_id}}/access", "get",
+             http.get(f"{PERMS}/warehouse/{warehouse['id']}/access").json())
+    body = {"operation": {"server": {"action": "create_project"}}}
+    validate(f"{base}/check", "post", http.post(f"{PERMS}/check", json=body).json())
+    operation = document["paths"][f"{base}/warehouse/{{warehouse_id}}/assignments"]["post"]
+    assert operation["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/UpdateAssignmentsRequest"}
+    assert set(operation["responses"]) >= {"204", "4XX"}
