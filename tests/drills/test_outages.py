@@ -10,7 +10,7 @@ outages have their drills next to the code they exercise (see docs/operations.md
   test_openbao_restarted_mid_test_the_next_request_succeeds and test_vault_store.py::
   test_an_outage_is_a_503_without_secrets_and_the_store_recovers;
 * identity provider / JWKS down -- tests/auth/test_authentication.py::
-  test_identity_provider_outage_is_503_for_new_keys_and_recovers and
+  test_identity_provider_outage_keeps_cached_keys_refuses_unknown_ones_and_recovers and
   test_unknown_key_ids_refetch_the_jwks_at_most_once_per_window.
 """
 

@@ -373,7 +373,12 @@ class OidcProvider:
         try:  # a new kid: the IdP may have rotated its keys
             await self.refresh()
         except ProviderUnreachable as exc:
-            raise identity_provider_unavailable(self.idp_id, str(exc)) from None
+            # the cached keys keep working; a key we have never seen cannot be trusted (401, as
+            # Lakekeeper), and the message says why so the client can retry once the IdP is back
+            raise authentication_failed(
+                f"signing key '{kid[:64]}' is not among the cached keys of identity provider "
+                f"'{self.idp_id}' and its JWKS cannot be fetched right now ({exc})"
+            ) from None
         return self.keys.get(kid)
 
     # --- routing
