@@ -78,6 +78,11 @@ CREATE_CASES = {
         {"partition-spec": _spec(1, "bogus[3]")},
         "partition-spec.fields[0].transform", "unknown transform 'bogus[3]'",
     ),
+    "bucket-not-a-number": (
+        {"partition-spec": _spec(1, "bucket[x]")}, "partition-spec.fields[0].transform", "bucket[x]"
+    ),
+    "bucket-zero": ({"partition-spec": _spec(1, "bucket[0]")}, "partition-spec.fields[0].transform", "at least 1"),
+    "truncate-zero": ({"partition-spec": _spec(2, "truncate[0]")}, "partition-spec.fields[0].transform", "at least 1"),
     "name-is-number": ({"name": 5}, "name", "must be a string"),
     "partition-on-missing-column": (
         {"partition-spec": _spec(42, "identity")},
