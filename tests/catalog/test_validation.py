@@ -248,3 +248,16 @@ def test_register_of_invalid_metadata_speaks_plainly(rest_module):
     assert err["type"] == "InvalidTableMetadata" and "last-column-id: Field required" in err["message"], err
     for leak in LEAKS:
         assert leak not in err["message"], err["message"]
+
+
+def test_view_commit_add_schema_is_checked(rest_module):
+    version = {
+        "version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {}, "default-namespace": [NS],
+        "representations": [{"type": "sql", "sql": "select 1 as id", "dialect": "spark"}],
+    }
+    body = {"name": "v_commit", "schema": _schema(_field(1, "id", "int")), "view-version": version}
+    views = f"/namespaces/{ns_path(NS)}/views"
+    assert rest_module.http.post(views, json=body).status_code == 200
+    bad = {"action": "add-schema", "schema": _schema(_field(1, "id", "int", "yes")) | {"schema-id": 1}}
+    response = rest_module.http.post(f"{views}/v_commit", json={"updates": [bad]})
+    _assert_bad(response, "updates[0].schema.fields[0].required", "true or false")
