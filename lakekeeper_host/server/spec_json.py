@@ -164,7 +164,7 @@ def _transform(value: Any, path: str) -> Any:
     text = _str(value, path)
     try:
         transform = parse_transform(text)
-    except (ValueError, TypeError, AttributeError):
+    except Exception:  # noqa: BLE001 - pyiceberg raises its own ValidationError (no ValueError) for bucket[x]
         transform = None
     if transform is None or isinstance(transform, UnknownTransform):
         raise invalid(
@@ -173,6 +173,10 @@ def _transform(value: Any, path: str) -> Any:
                 :300
             ],
         )
+    for parameter in ("num_buckets", "width"):
+        value = getattr(transform, parameter, None)
+        if value is not None and value < 1:
+            raise invalid(path, f"{text!r}: the number of buckets or the width must be at least 1")
     return transform
 
 

@@ -78,6 +78,11 @@ CREATE_CASES = {
         {"partition-spec": _spec(1, "bogus[3]")},
         "partition-spec.fields[0].transform", "unknown transform 'bogus[3]'",
     ),
+    "bucket-not-a-number": (
+        {"partition-spec": _spec(1, "bucket[x]")}, "partition-spec.fields[0].transform", "bucket[x]"
+    ),
+    "bucket-zero": ({"partition-spec": _spec(1, "bucket[0]")}, "partition-spec.fields[0].transform", "at least 1"),
+    "truncate-zero": ({"partition-spec": _spec(2, "truncate[0]")}, "partition-spec.fields[0].transform", "at least 1"),
     "name-is-number": ({"name": 5}, "name", "must be a string"),
     "partition-on-missing-column": (
         {"partition-spec": _spec(42, "identity")},
@@ -243,3 +248,16 @@ def test_register_of_invalid_metadata_speaks_plainly(rest_module):
     assert err["type"] == "InvalidTableMetadata" and "last-column-id: Field required" in err["message"], err
     for leak in LEAKS:
         assert leak not in err["message"], err["message"]
+
+
+def test_view_commit_add_schema_is_checked(rest_module):
+    version = {
+        "version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {}, "default-namespace": [NS],
+        "representations": [{"type": "sql", "sql": "select 1 as id", "dialect": "spark"}],
+    }
+    body = {"name": "v_commit", "schema": _schema(_field(1, "id", "int")), "view-version": version}
+    views = f"/namespaces/{ns_path(NS)}/views"
+    assert rest_module.http.post(views, json=body).status_code == 200
+    bad = {"action": "add-schema", "schema": _schema(_field(1, "id", "int", "yes")) | {"schema-id": 1}}
+    response = rest_module.http.post(f"{views}/v_commit", json={"updates": [bad]})
+    _assert_bad(response, "updates[0].schema.fields[0].required", "true or false")

@@ -140,3 +140,13 @@ def test_shipped_config_examples_load_strictly(name):
     assert settings.host.listen_port == 8181
     if name == "production":
         assert settings.host.workers == 2 and settings.host.metrics.port == 9000
+
+
+def test_default_bind_address(tmp_path):
+    embedded = load_settings({"LAKEKEEPER__DATA_DIR": str(tmp_path)})
+    assert embedded.bind_ip == "127.0.0.1"
+    assert embedded.host.http_keep_alive_timeout == timedelta(seconds=75)
+    with_postgres = load_settings({"LAKEKEEPER__PG_DATABASE_URL_WRITE": "postgresql://u@db/x"})
+    assert with_postgres.bind_ip == "0.0.0.0"
+    explicit = load_settings({"LAKEKEEPER__BIND_IP": "10.1.2.3", "LAKEKEEPER__PG_DATABASE_URL_WRITE": "postgresql://u@db/x"})
+    assert explicit.bind_ip == "10.1.2.3"

@@ -14,6 +14,7 @@ import pytest
 from lakekeeper_testing.server import CatalogServer, create_file_warehouse
 
 BODY_LIMIT = 65536
+pytestmark = pytest.mark.slow  # an own server process, and the slow-client tests wait out its timeouts
 
 
 @pytest.fixture(scope="module")
@@ -170,14 +171,3 @@ def test_slow_headers_are_cut_off(limited):
     assert answer == b"" or b" 408" in answer.split(b"\r\n", 1)[0], answer[:300]
     assert elapsed < 15, elapsed  # HTTP_KEEP_ALIVE_TIMEOUT is 2 s here; the socket's own timeout is 20 s
     _still_serving(client, wh)
-
-
-def test_default_bind_address(tmp_path):
-    from lakekeeper_host.config import load_settings
-
-    embedded = load_settings({"LAKEKEEPER__DATA_DIR": str(tmp_path)})
-    assert embedded.bind_ip == "127.0.0.1"
-    with_postgres = load_settings({"LAKEKEEPER__PG_DATABASE_URL_WRITE": "postgresql://u@db/x"})
-    assert with_postgres.bind_ip == "0.0.0.0"
-    explicit = load_settings({"LAKEKEEPER__BIND_IP": "10.1.2.3", "LAKEKEEPER__PG_DATABASE_URL_WRITE": "postgresql://u@db/x"})
-    assert explicit.bind_ip == "10.1.2.3"

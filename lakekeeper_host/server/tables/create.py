@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from pydantic import ValidationError
+from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema, _SetFreshIDs, pre_order_visit
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
@@ -54,7 +55,7 @@ def _required(body: dict[str, Any], key: str) -> Any:
 def _parse_model(cls: Any, value: Any, what: str) -> Any:
     try:
         return cls.model_validate(value)
-    except (ValidationError, ValueError, TypeError) as exc:
+    except (ValidationError, ValueError, TypeError, IcebergValidationError) as exc:
         raise bad_request(f"Invalid request body: {reason(exc, what)}") from None
 
 
@@ -157,7 +158,7 @@ async def create_table(
         metadata = new_metadata(
             schema, spec, order, location, {**properties, "format-version": str(format_version)}, tabular_id
         )
-    except (ValueError, ValidationError, KeyError) as exc:
+    except (ValueError, ValidationError, KeyError, IcebergValidationError) as exc:
         raise bad_request(f"Invalid table definition: {reason(exc)}") from None
     if not await storage.is_empty(location):
         raise bad_request(  # Lakekeeper's words (its InvalidLocationError)

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from pyiceberg.exceptions import ResolveError
+from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, TableMetadataV1, TableMetadataV2, TableMetadataV3
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
@@ -343,7 +344,8 @@ def apply_updates(
         metadata = revalidated(metadata)
     except CatalogError:
         raise
-    except (ValueError, ValidationError, ResolveError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, ValidationError, IcebergValidationError, ResolveError, KeyError, TypeError,
+            AttributeError) as exc:
         raise bad_request(f"Invalid table update: {_message(exc)}", "InvalidTableUpdate") from None
     if (base is None or metadata.format_version != base.format_version) and (
         metadata.format_version not in allowed_format_versions
