@@ -407,9 +407,25 @@ def test_roles_are_owned_by_their_creator_and_leave_no_tuples(world: World) -> N
         role = f"role:{created.json()['id']}"
         assert ("user:oidc~alice", "ownership", role) in world.tuples.keys
         assert any(r == "project" and o == role for (_, r, o) in world.tuples.keys)
-        members = alice.post(f"/management/v1/role/{created.json()['id']}/members",
-                             json={"members": [{"type": "user", "id": "oidc~alice"}]})
+        role_id = created.json()["id"]
+        with world.http("bob") as bob:  # bob's first call registers him (even though it is denied)
+            assert bob.get("/catalog/v1/config", params={"warehouse": world.warehouse}).status_code == 404
+        members = alice.post(f"/management/v1/role/{role_id}/members",
+                             json={"members": [{"type": "user", "id": "oidc~bob"}]})
         assert members.status_code < 300, members.text
+        assert ("user:oidc~bob", "assignee", role) in world.tuples.keys
+        # a grant to the role reaches its members (as themselves and acting as the role) until removed
+        orders = f"table:{world.table_id('sales', 'orders')}"
+        world.tuples.add(f"{role}#assignee", "select", orders)
+        table_url = f"{world.prefix}/namespaces/sales/tables/orders"
+        with world.http("bob") as bob:
+            assert bob.get(table_url, headers={"x-assume-role": role_id}).status_code == 200
+            assert bob.get(table_url).status_code == 200
+            removed = alice.delete(f"/management/v1/role/{role_id}/members/user/oidc~bob")
+            assert removed.status_code < 300, removed.text
+            assert ("user:oidc~bob", "assignee", role) not in world.tuples.keys
+            assert bob.get(table_url).status_code == 404
+            assert bob.get(table_url, headers={"x-assume-role": role_id}).status_code in (403, 404)
         listed = alice.get("/management/v1/role")
         assert created.json()["id"] in [r["id"] for r in listed.json()["roles"]]
         assert alice.delete(f"/management/v1/role/{created.json()['id']}").status_code == 204
