@@ -235,3 +235,15 @@ async def authorize_warehouse(state: AppState, meta: RequestMetadata, action: st
     """:func:`authorize` on a warehouse: a warehouse the caller may not see is "not found"."""
     await authorize(state, meta, action, "warehouse", warehouse_id, warehouse_id,
                     hidden=no_such_warehouse(f"Warehouse {warehouse_id} not found"))
+
+
+async def role_members_changed(
+    state: AppState, role_id: str, added: Sequence[tuple[str, str]], removed: Sequence[tuple[str, str]]
+) -> None:
+    """Tell the authorizer who may now act as a role (members as (``user``|``role``, id) pairs)."""
+    if getattr(state.authorizer, "allows_all", False) or not (added or removed):
+        return
+    notify = getattr(state.authorizer, "on_role_members_changed", None)
+    if notify is not None:  # an authorizer written against an older contract records no members
+        await notify(Resource("role", role_id), [Principal(t, i) for t, i in added],
+                     [Principal(t, i) for t, i in removed])

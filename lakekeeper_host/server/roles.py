@@ -17,7 +17,7 @@ from attrs import evolve, frozen
 from lakekeeper_host.errors import CatalogError, bad_request, conflict, not_found
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.serde import iso_timestamp
-from lakekeeper_host.server.authorize import authorize, created, deleted, visible_page
+from lakekeeper_host.server.authorize import authorize, created, deleted, role_members_changed, visible_page
 from lakekeeper_host.server.projects import resolve_project_id
 from lakekeeper_host.server.users import (
     SEARCH_LIMIT,
@@ -442,6 +442,7 @@ async def add_members(
                     )
                 graph.add(role.id, member_id)
         await role_store.add_members(tx, role.id, members)
+    await role_members_changed(state, role.id, members, [])
     return [RoleMemberRef(t, m) for t, m in members]
 
 
@@ -458,6 +459,7 @@ async def remove_member(
         await require_allowed(state, meta.actor, "grant_assignee", Resource("role", role.id))
         await role_store.lock_memberships(tx, project_id)
         await role_store.remove_member(tx, role.id, member_type, member_id)
+    await role_members_changed(state, role.id, [], [(member_type, member_id)])
 
 
 def _page(items: list, token: str | None, size: int) -> tuple[list, str | None]:

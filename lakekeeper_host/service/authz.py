@@ -149,6 +149,13 @@ class Authorizer(Protocol):
         """A namespace moved, or a table/view was renamed into another namespace."""
         ...
 
+    async def on_role_members_changed(
+        self, role: Resource, added: Sequence[Principal], removed: Sequence[Principal]
+    ) -> None:
+        """Members were added to / removed from ``role`` (``/management/v1/role/{id}/members``; the
+        host already checked ``grant_assignee``): they may now act as the role, or no longer."""
+        ...
+
     # ------------------------------------------------------------ the permissions API
 
     async def allowed_actions(self, actor: Actor, resource: Resource) -> list[str]:
@@ -208,6 +215,11 @@ class AuthorizerBase:
         return None
 
     async def on_moved(self, resource: Resource, new_parent: Resource) -> None:
+        return None
+
+    async def on_role_members_changed(
+        self, role: Resource, added: Sequence[Principal], removed: Sequence[Principal]
+    ) -> None:
         return None
 
     async def allowed_actions(self, actor: Actor, resource: Resource) -> list[str]:

@@ -1,9 +1,9 @@
 """End to end: a ``lakekeeper serve`` with ``LAKEKEEPER__AUTHZ_BACKEND=openfga`` and OIDC, two users.
 
-``alice`` bootstraps (server admin; project admin of the default project), so she owns everything
-she creates. ``bob`` has no grants, then ``select`` on one table. PyIceberg (and plain HTTP for
-the exact ErrorModels) shows what bob may see and do. Storage is a real SeaweedFS with STS, so the
-read-only credentials bob gets are really read-only.
+On SQLite and PostgreSQL, ``alice`` bootstraps (server admin; project admin of the default
+project), so she owns everything she creates. ``bob`` has no grants, then ``select`` on one table.
+PyIceberg, Spark and plain HTTP (for the exact ErrorModels) show what bob may see and do. Storage
+is a real SeaweedFS with STS, so the read-only credentials bob gets are really read-only.
 
 OpenFGA itself cannot run here: the plugin talks to the OpenFGA HTTP API test double
 (``openfga_double.py``, checked against the real engine by ``test_double_conformance.py``). Grants
@@ -14,6 +14,7 @@ grants written *through* the authorizer invalidate its cache is tested in ``test
 
 from __future__ import annotations
 
+import contextlib
 import urllib.parse
 import uuid
 from collections.abc import Iterator
@@ -28,7 +29,13 @@ from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, NoSuchTab
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import SeaweedS3, seaweed_iam_config, seaweed_role_arn, service_or_skip
+from lakekeeper_testing.services import (
+    SeaweedS3,
+    postgres_for_tests,
+    seaweed_iam_config,
+    seaweed_role_arn,
+    service_or_skip,
+)
 
 BUCKET = "lakekeeper"
 ROLE = "vended"
@@ -95,43 +102,52 @@ class World:
         return response.json()["metadata"]["table-uuid"]
 
 
-@pytest.fixture(scope="module")
-def world(double, idp, seaweed) -> Iterator[World]:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def world(request, double, idp, seaweed) -> Iterator[World]:
     store_name = f"lk-{uuid.uuid4().hex[:8]}"
-    server = CatalogServer({
+    env = {
         "LAKEKEEPER__AUTHZ_BACKEND": "openfga",
         "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
         "LAKEKEEPER__OPENFGA__STORE_NAME": store_name,
         "LAKEKEEPER__OPENFGA__CHECK_CACHE_CAPACITY": "0",
         "LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri,
         "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
-    }).start(timeout=120)
-    try:
-        token = idp.mint("alice")
-        with httpx.Client(base_url=server.url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as alice:
-            alice.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).raise_for_status()
-            name = f"wh-{uuid.uuid4().hex[:8]}"
-            created = alice.post("/management/v1/warehouse", json={
-                "warehouse-name": name,
-                "storage-profile": {
-                    "type": "s3", "bucket": BUCKET, "key-prefix": f"fga-{uuid.uuid4().hex[:8]}",
-                    "endpoint": seaweed.endpoint, "region": seaweed.region, "path-style-access": True,
-                    "flavor": "s3-compat", "sts-enabled": True, "sts-role-arn": seaweed_role_arn(ROLE),
-                },
-                "storage-credential": {"type": "s3", "credential-type": "access-key",
-                                       "aws-access-key-id": seaweed.access_key,
-                                       "aws-secret-access-key": seaweed.secret_key},
-            })  # fmt: skip
-            assert created.status_code == 201, created.text
-        w = World(server, double, store_name, idp, seaweed, name, created.json()["warehouse-id"])
-        catalog = w.catalog("alice")
-        for namespace in ("sales", "hr"):
-            catalog.create_namespace(namespace)
-        for table in ("sales.orders", "sales.refunds", "hr.salaries"):
-            catalog.create_table(table, schema=ROWS.schema).append(ROWS)
-        yield w
-    finally:
-        server.close()
+    }
+    with contextlib.ExitStack() as stack:
+        if request.param == "postgres":
+            url = stack.enter_context(postgres_for_tests())
+            env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
+        server = CatalogServer(env).start(timeout=120)
+        stack.callback(server.close)
+        yield _populated(server, double, store_name, idp, seaweed)
+
+
+def _populated(server: CatalogServer, double: OpenFgaDouble, store_name: str, idp: OidcIssuer,
+               seaweed: SeaweedS3) -> World:
+    """alice bootstraps, makes an S3 warehouse with STS, namespaces sales and hr and three tables."""
+    token = idp.mint("alice")
+    with httpx.Client(base_url=server.url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as alice:
+        alice.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).raise_for_status()
+        name = f"wh-{uuid.uuid4().hex[:8]}"
+        created = alice.post("/management/v1/warehouse", json={
+            "warehouse-name": name,
+            "storage-profile": {
+                "type": "s3", "bucket": BUCKET, "key-prefix": f"fga-{uuid.uuid4().hex[:8]}",
+                "endpoint": seaweed.endpoint, "region": seaweed.region, "path-style-access": True,
+                "flavor": "s3-compat", "sts-enabled": True, "sts-role-arn": seaweed_role_arn(ROLE),
+            },
+            "storage-credential": {"type": "s3", "credential-type": "access-key",
+                                   "aws-access-key-id": seaweed.access_key,
+                                   "aws-secret-access-key": seaweed.secret_key},
+        })  # fmt: skip
+        assert created.status_code == 201, created.text
+    w = World(server, double, store_name, idp, seaweed, name, created.json()["warehouse-id"])
+    catalog = w.catalog("alice")
+    for namespace in ("sales", "hr"):
+        catalog.create_namespace(namespace)
+    for table in ("sales.orders", "sales.refunds", "hr.salaries"):
+        catalog.create_table(table, schema=ROWS.schema).append(ROWS)
+    return w
 
 
 def error(response: httpx.Response) -> dict:
@@ -236,8 +252,9 @@ def test_filtered_lists_paginate_without_skipping_or_repeating(world: World) -> 
     for name in names:
         alice.create_table(f"many.{name}", schema=ROWS.schema)
     granted = ["t01", "t02", "t05", "t09", "t10"]
-    for name in granted:
-        world.grant("bob", "describe", f"table:{world.table_id('many', name)}")
+    grants = [f"table:{world.table_id('many', name)}" for name in granted]
+    for obj in grants:
+        world.grant("bob", "describe", obj)
     with world.http("bob") as bob:
         seen, token, pages = [], "", 0
         while token is not None:
@@ -248,6 +265,8 @@ def test_filtered_lists_paginate_without_skipping_or_repeating(world: World) -> 
             seen += [i["name"] for i in body["identifiers"]]
             token, pages = body.get("next-page-token"), pages + 1
         assert seen == granted and pages >= 3
+    for obj in grants:
+        world.revoke("bob", "describe", obj)
     with world.http("alice") as owner:
         listed = owner.get(f"{world.prefix}/namespaces/many/tables", params={"pageSize": 100}).json()
         assert [i["name"] for i in listed["identifiers"]] == names
@@ -388,9 +407,25 @@ def test_roles_are_owned_by_their_creator_and_leave_no_tuples(world: World) -> N
         role = f"role:{created.json()['id']}"
         assert ("user:oidc~alice", "ownership", role) in world.tuples.keys
         assert any(r == "project" and o == role for (_, r, o) in world.tuples.keys)
-        members = alice.post(f"/management/v1/role/{created.json()['id']}/members",
-                             json={"members": [{"type": "user", "id": "oidc~alice"}]})
+        role_id = created.json()["id"]
+        with world.http("bob") as bob:  # bob's first call registers him (even though it is denied)
+            assert bob.get("/catalog/v1/config", params={"warehouse": world.warehouse}).status_code == 404
+        members = alice.post(f"/management/v1/role/{role_id}/members",
+                             json={"members": [{"type": "user", "id": "oidc~bob"}]})
         assert members.status_code < 300, members.text
+        assert ("user:oidc~bob", "assignee", role) in world.tuples.keys
+        # a grant to the role reaches its members (as themselves and acting as the role) until removed
+        orders = f"table:{world.table_id('sales', 'orders')}"
+        world.tuples.add(f"{role}#assignee", "select", orders)
+        table_url = f"{world.prefix}/namespaces/sales/tables/orders"
+        with world.http("bob") as bob:
+            assert bob.get(table_url, headers={"x-assume-role": role_id}).status_code == 200
+            assert bob.get(table_url).status_code == 200
+            removed = alice.delete(f"/management/v1/role/{role_id}/members/user/oidc~bob")
+            assert removed.status_code < 300, removed.text
+            assert ("user:oidc~bob", "assignee", role) not in world.tuples.keys
+            assert bob.get(table_url).status_code == 404
+            assert bob.get(table_url, headers={"x-assume-role": role_id}).status_code in (403, 404)
         listed = alice.get("/management/v1/role")
         assert created.json()["id"] in [r["id"] for r in listed.json()["roles"]]
         assert alice.delete(f"/management/v1/role/{created.json()['id']}").status_code == 204

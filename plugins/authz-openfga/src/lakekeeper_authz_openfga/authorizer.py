@@ -310,6 +310,14 @@ class OpenFgaAuthorizer(AuthorizerBase):
                 deletes.append((obj, link, parent_obj))
         await self._write(writes=self._structure(resource, new_parent), deletes=deletes)
 
+    async def on_role_members_changed(
+        self, role: Resource, added: Sequence[Principal], removed: Sequence[Principal]
+    ) -> None:
+        """Members of a role are its ``assignee`` grants: who may assume it and gets its rights."""
+        obj = fga_object(role)
+        await self._write(writes=[(fga_principal(p), "assignee", obj) for p in added],
+                          deletes=[(fga_principal(p), "assignee", obj) for p in removed])
+
     # ------------------------------------------------------------------ permissions API
 
     async def read_assignments(self, resource: Resource, relations: Sequence[str] | None = None) -> list[Assignment]:
