@@ -130,7 +130,7 @@ def _parse_list(raw: Any, what: str, tag: str, known: set[str], adapter: TypeAda
         raise bad_request(f"Invalid request body: `{what}` must be a list")
     for item in raw:
         kind = item.get(tag) if isinstance(item, dict) else None
-        if kind not in known:
+        if not isinstance(kind, str) or kind not in known:
             noun = "table update action" if tag == "action" else "table requirement type"
             raise bad_request(f"Unsupported {noun}: {kind!r}")
     try:
@@ -139,6 +139,8 @@ def _parse_list(raw: Any, what: str, tag: str, known: set[str], adapter: TypeAda
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise bad_request(f"Invalid {what}: {first.get('msg')} at {where}") from None
+    except (ValueError, TypeError) as exc:  # pyiceberg's own validators (e.g. an unreadable default value)
+        raise bad_request(f"Invalid {what}: {exc}") from None
 
 
 def validate_table_properties(keys: Sequence[str]) -> None:
