@@ -112,6 +112,23 @@ def test_unknown_update_and_requirement_types_are_400_naming_them(rest):
         assert response.status_code == 400 and name in error(response)["message"], response.text
 
 
+def test_malformed_commits_are_400_not_500(rest):  # found by tests/drills (fuzzing)
+    rest.create_namespace("ns")
+    rest.create_table("ns", "t")
+    unreadable_default = {"type": "struct", "schema-id": 1, "fields": [
+        {"id": 1, "name": "a", "required": False, "initial-default": "x"}]}  # no type: pyiceberg raises TypeError
+    for updates, message in (
+        ([{"action": {"set-properties": 1}}], "Unsupported table update action"),  # an action that is not a string
+        ([{"action": "add-schema", "schema": unreadable_default}], "Invalid updates"),
+    ):
+        single = rest.commit("ns", "t", updates)
+        assert single.status_code == 400 and message in error(single)["message"], single.text
+        multi = rest.transaction([{"identifier": {"namespace": ["ns"], "name": "t"}, "updates": updates}])
+        assert multi.status_code == 400 and message in error(multi)["message"], multi.text
+    unhashable = rest.commit("ns", "t", [], [{"type": ["assert-create"]}])
+    assert unhashable.status_code == 400 and "Unsupported table requirement type" in error(unhashable)["message"]
+
+
 @pytest.mark.parametrize("kind", ["tables", "views"])
 def test_register_with_a_malformed_body_names_the_field(prefix_url, kind):
     assert httpx.post(f"{prefix_url}/namespaces", json={"namespace": ["reg"]}).status_code == 200

@@ -283,5 +283,5 @@ def problems(case: Any, response: Any, error_model: jsonschema.Draft202012Valida
 
 
 def _describe(case: Any) -> str:
-    body = "" if case.body is None else json.dumps(case.body, default=str)[:300]
+    body = "" if case.body is None else json.dumps(case.body, default=str)[:2000]
     return f"{case.method.upper()} {case.formatted_path} query={case.query} headers={dict(case.headers or {})} {body}"

@@ -1,7 +1,7 @@
 """Fuzzing drill (issue 24): schemathesis against the served catalog and management OpenAPI documents.
 
 The whole drill (``pytest tests/drills/test_fuzz.py``) fuzzes both APIs on the embedded SQLite and
-on PostgreSQL; ``LAKEKEEPER_FUZZ_EXAMPLES`` sets the requests per operation (default 24, about five
+on PostgreSQL; ``LAKEKEEPER_FUZZ_EXAMPLES`` sets the requests per operation (default 20, about five
 minutes on two cores); every run sends the same requests unless ``LAKEKEEPER_FUZZ_SEED``
 picks other ones. The fast suite runs a three-request-per-operation subset on SQLite. Each test prints
 its request count (``-s``); docs/operations.md ("Fuzzing") records a run. What the checks are:
@@ -21,7 +21,7 @@ from tests.drills.fuzz import APIS, Sandbox, fuzz, seed  # noqa: E402
 
 # Spark maintenance jobs are drivers of their own (a JVM each): out of scope for request fuzzing
 SERVER_ENV = {"LAKEKEEPER__TASK_TABLE_MAINTENANCE_WORKERS": "0"}
-DRILL_EXAMPLES = int(os.environ.get("LAKEKEEPER_FUZZ_EXAMPLES", "24"))
+DRILL_EXAMPLES = int(os.environ.get("LAKEKEEPER_FUZZ_EXAMPLES", "20"))
 DRILL_SEED = int(os.environ["LAKEKEEPER_FUZZ_SEED"]) if os.environ.get("LAKEKEEPER_FUZZ_SEED") else None
 
 

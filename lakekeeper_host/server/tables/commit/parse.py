@@ -132,13 +132,15 @@ def _parse_list(raw: Any, what: str, tag: str, known: set[str], adapter: TypeAda
         raise bad_request(f"Invalid request body: `{what}` must be a list")
     for item in raw:
         kind = item.get(tag) if isinstance(item, dict) else None
-        if kind not in known:
+        if not isinstance(kind, str) or kind not in known:
             noun = "table update action" if tag == "action" else "table requirement type"
             raise bad_request(f"Unsupported {noun}: {kind!r}")
     try:
         return adapter.validate_python(raw)
     except ValidationError as exc:
         raise bad_request(f"Invalid request body: {reason(exc, what, tags=known)}") from None
+    except (ValueError, TypeError) as exc:  # pyiceberg's own validators (e.g. an unreadable default value)
+        raise bad_request(f"Invalid request body: {reason(exc, what)}") from None
 
 
 def validate_table_properties(keys: Sequence[str]) -> None:
