@@ -4,12 +4,15 @@ A test is ``slow`` when it needs a JVM, a browser, a second database backend or 
 service binary, or is marked so itself: Spark, table maintenance, the console's browser tests, the
 benchmark and example runs, the infrastructure starters, the event brokers, the cloud-storage
 emulators, and every ``[postgres]`` variant of a test that also runs on the embedded SQLite.
-The whole suite (``scripts/test.sh``) runs everything. A drill's quick subset (``drill_subset``)
-stays in the fast loop although ``tests/drills`` is slow.
+The whole suite (``scripts/test.sh``) runs everything but the long forms of the drills
+(``drill_full``: the three-kill crash drill, the full fuzzing drill), which run with
+``LAKEKEEPER_DRILLS=full`` (docs/operations.md). A drill's quick subset (``drill_subset``) stays in
+the fast loop although ``tests/drills`` is slow.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -32,10 +35,13 @@ SLOW_PATHS = (
     "plugins/authz-openfga",
 )
 SLOW_MARKERS = ("spark", "s3", "duckdb", "postgres")
+FULL_DRILLS = os.environ.get("LAKEKEEPER_DRILLS", "").lower() == "full"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if item.get_closest_marker("drill_full") and not FULL_DRILLS:
+            item.add_marker(pytest.mark.skip(reason="a long drill: run it with LAKEKEEPER_DRILLS=full"))
         try:
             relative = item.path.resolve().relative_to(ROOT).as_posix()
         except ValueError:

@@ -20,4 +20,4 @@ if [ -z "${LAKEKEEPER_TEST_PG_URL:-}" ] && command -v pg_isready >/dev/null \
   export LAKEKEEPER_TEST_PG_URL=postgresql://postgres@127.0.0.1:5432/postgres
 fi
 
-exec python -m pytest -q -p no:cacheprovider --timeout=900 "$@"
+exec python -m pytest -q -p no:cacheprovider --timeout=900 --durations=25 "$@"

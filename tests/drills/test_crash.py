@@ -34,6 +34,7 @@ SECONDS_BETWEEN_KILLS = 4.0
 SECONDS_AFTER_LAST_RESTART = 2.0
 
 
+@pytest.mark.drill_full
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_sigkill_three_times_under_eight_writers_loses_no_acknowledged_commit(backend, pg_url_factory,
                                                                               tmp_path, capsys):

@@ -52,6 +52,7 @@ def run_drill(server, api: str, tmp_path_factory, examples: int, random_seed: in
     return report
 
 
+@pytest.mark.drill_full
 @pytest.mark.parametrize("api", APIS)
 def test_fuzz_drill(fuzz_server, api, tmp_path_factory):
     run_drill(fuzz_server, api, tmp_path_factory, DRILL_EXAMPLES, DRILL_SEED)
