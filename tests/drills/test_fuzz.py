@@ -25,6 +25,18 @@ DRILL_EXAMPLES = int(os.environ.get("LAKEKEEPER_FUZZ_EXAMPLES", "20"))
 DRILL_SEED = int(os.environ["LAKEKEEPER_FUZZ_SEED"]) if os.environ.get("LAKEKEEPER_FUZZ_SEED") else None
 
 
+def allow_all_keeps_no_grants(operation, case, response) -> str | None:
+    """The drill's servers run the allow-all authorizer, whose permissions API answers the grant
+    calls with 501 NotImplemented by contract (docs/authorization.md); any other 5xx is a finding."""
+    if response.status_code != 501 or "/permissions/" not in operation.path:
+        return None
+    try:
+        kind = response.json()["error"]["type"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return "the allow-all authorizer keeps no grants" if kind == "NotImplemented" else None
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def fuzz_server(request, pg_url_factory):
     # a database of its own: the fuzzer renames, deactivates and deletes whatever it is given ids of
@@ -45,7 +57,7 @@ def embedded_server():
 def run_drill(server, api: str, tmp_path_factory, examples: int, random_seed: int | None = None):
     sandbox = str(tmp_path_factory.mktemp(f"fuzz-{api}"))
     report = fuzz(server.url, api, server.backend, seed(server.url, sandbox), Sandbox(sandbox),
-                  examples=examples, random_seed=random_seed)
+                  examples=examples, random_seed=random_seed, skip=allow_all_keeps_no_grants)
     print("\n" + report.summary())
     assert report.requests >= report.operations > 0
     assert not report.findings, report.summary()
