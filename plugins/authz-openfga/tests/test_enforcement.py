@@ -37,7 +37,9 @@ from lakekeeper_testing.services import (
     service_or_skip,
 )
 
-BUCKET = "lakekeeper"
+# not "lakekeeper": the shared Spark session's Hadoop FileSystem cache is keyed by bucket, so a later
+# test using that bucket on another SeaweedFS would get this (by then stopped) endpoint's s3a client
+BUCKET = "lakekeeper-fga"
 ROLE = "vended"
 ROLE_POLICY = {
     "Statement": [
