@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
-from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.authorize import authorize, created
 from lakekeeper_host.server.names import (
@@ -20,6 +19,7 @@ from lakekeeper_host.server.resolve import (
 from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.load import access_request, load_etag, load_result_json
 from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
+from lakekeeper_host.server.tabulars.register import insert_registered
 from lakekeeper_host.server.warehouses.validation import effective_format_versions
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -93,16 +93,10 @@ async def register_table(
                 )
             tabular_id = current.id
         else:
-            await check_location_available(write.tx, warehouse, location)
-            tabular_id = str(metadata.table_uuid)
-            if await tabular_store.tabular_id_taken(write.tx, tabular_id):
-                tabular_id = new_id()
-            inserted = await tabular_store.insert_tabular(
-                write.tx, tabular_id=tabular_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
-                typ="table", location=location, metadata_location=metadata_location, metadata=metadata_json,
+            tabular_id = await insert_registered(
+                write.tx, warehouse, namespace.id, parts, name, typ="table", uuid=str(metadata.table_uuid),
+                location=location, metadata_location=metadata_location, metadata_json=metadata_json,
             )
-            if not inserted:
-                raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
         row = await tabular_store.get_tabular_by_id(write.tx, tabular_id)
         # the registered file is the user's: never deleted, whatever the outcome
         expected = None if current is None else current.metadata_location

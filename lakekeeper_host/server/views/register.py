@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, no_such_namespace
-from lakekeeper_host.ids import new_id
+from lakekeeper_host.errors import no_such_namespace
 from lakekeeper_host.server import events
 from lakekeeper_host.server.authorize import authorize, created
-from lakekeeper_host.server.names import conflict_for_existing, ident, validate_namespace, validate_new_name
+from lakekeeper_host.server.names import conflict_for_existing, validate_namespace, validate_new_name
 from lakekeeper_host.server.resolve import require_namespace
 from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.register import register_request
-from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
+from lakekeeper_host.server.tabulars.locations import requested_location
+from lakekeeper_host.server.tabulars.register import insert_registered
 from lakekeeper_host.server.views.create import claim_view_name
 from lakekeeper_host.server.views.load import load_result, read_view_metadata, view_config
 from lakekeeper_host.service.request import RequestMetadata
@@ -47,16 +47,10 @@ async def register_view(
     metadata_json = metadata.model_dump_json()
     async with settled_write(state, storage, creates=True) as write:
         await claim_view_name(write.tx, namespace.id, parts, name)
-        await check_location_available(write.tx, warehouse, location)
-        view_id = str(metadata.view_uuid)
-        if await tabular_store.tabular_id_taken(write.tx, view_id):
-            view_id = new_id()
-        inserted = await tabular_store.insert_tabular(
-            write.tx, tabular_id=view_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
-            typ="view", location=location, metadata_location=metadata_location, metadata=metadata_json,
+        view_id = await insert_registered(
+            write.tx, warehouse, namespace.id, parts, name, typ="view", uuid=str(metadata.view_uuid),
+            location=location, metadata_location=metadata_location, metadata_json=metadata_json,
         )
-        if not inserted:
-            raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
         # the registered file is the user's: never deleted, whatever the outcome
         write.expect(Swap(view_id, None, metadata_location, written=False))
 
