@@ -8,8 +8,21 @@ so this directory goes on the path once.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 _HERE = str(Path(__file__).parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+
+from openfga_double import OpenFgaDouble  # noqa: E402  (needs the path above)
+
+
+@pytest.fixture(scope="module")
+def double() -> Iterator[OpenFgaDouble]:
+    """The OpenFGA HTTP API double (no OpenFGA server can run here), one per test module."""
+    fake = OpenFgaDouble().start()
+    yield fake
+    fake.stop()

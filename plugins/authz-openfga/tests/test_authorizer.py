@@ -7,7 +7,7 @@ The double stands in for an OpenFGA server, which cannot run here (see ``openfga
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from openfga_double import OpenFgaDouble
@@ -41,13 +41,6 @@ INVOICES = Resource("table", "t-invoices", warehouse_id="w1")
 SALARIES = Resource("table", "t-salaries", warehouse_id="w1")
 REPORT = Resource("view", "v-report", warehouse_id="w1")
 ANALYSTS = Resource("role", "r-analysts")
-
-
-@pytest.fixture(scope="module")
-def double() -> Iterator[OpenFgaDouble]:
-    fake = OpenFgaDouble().start()
-    yield fake
-    fake.stop()
 
 
 def config_for(double: OpenFgaDouble, **overrides) -> OpenFgaConfig:

@@ -58,13 +58,6 @@ def seaweed() -> Iterator[SeaweedS3]:
 
 
 @pytest.fixture(scope="module")
-def double() -> Iterator[OpenFgaDouble]:
-    fake = OpenFgaDouble().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
 def idp() -> Iterator[OidcIssuer]:
     with OidcIssuer("fga", audience="lakekeeper") as issuer:
         yield issuer

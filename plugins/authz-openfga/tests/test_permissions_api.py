@@ -16,13 +16,6 @@ from lakekeeper_testing.oidc import OidcIssuer
 
 
 @pytest.fixture(scope="module")
-def double() -> Iterator[OpenFgaDouble]:
-    fake = OpenFgaDouble().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
 def idp() -> Iterator[OidcIssuer]:
     with OidcIssuer("perms", audience="lakekeeper") as issuer:
         yield issuer

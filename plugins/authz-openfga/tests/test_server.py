@@ -7,20 +7,11 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 
 import httpx
-import pytest
 from openfga_double import OpenFgaDouble
 
 from lakekeeper_testing.server import CatalogServer
-
-
-@pytest.fixture(scope="module")
-def double() -> Iterator[OpenFgaDouble]:
-    fake = OpenFgaDouble().start()
-    yield fake
-    fake.stop()
 
 
 def openfga_env(double: OpenFgaDouble, store_name: str) -> dict[str, str]:
