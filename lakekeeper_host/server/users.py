@@ -2,7 +2,12 @@
 listing, search, replace, delete, ``whoami``.
 
 Data only: the AUTHZ sections ask the configured authorizer (allow-all by default); which
-principal may do what is the authorizer's business.
+principal may do what is the authorizer's business. Lakekeeper's rules, which the ``openfga``
+authorizer answers: listing every user (``GET /user``) needs ``list_users`` on the server (403
+otherwise, never a partial list); reading one user by id (``GET /user/{id}``) and searching
+(``POST /search/user``) are open to every authenticated caller, so grant dialogs can show names;
+search answers only users the caller may ``read``, and a user the caller may not ``read`` is the
+same 404 as a missing one.
 """
 
 from __future__ import annotations
@@ -15,7 +20,14 @@ from attrs import frozen
 
 from lakekeeper_host.errors import CatalogError, bad_request, conflict, forbidden, not_found
 from lakekeeper_host.serde import iso_timestamp
-from lakekeeper_host.server.authorize import actor_allowed, deleted, is_instance_admin
+from lakekeeper_host.server.authorize import (
+    actor_allowed,
+    authorize,
+    checking_actor,
+    deleted,
+    is_instance_admin,
+    visible,
+)
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token, page_size
 from lakekeeper_host.server.security.authn import IDP_SEPARATOR, MAX_SUBJECT_LENGTH, principal_type
 from lakekeeper_host.service.authz import Actor, Resource
@@ -217,12 +229,13 @@ def _forget(state: AppState, user_id: str) -> None:
 async def get_user(state: AppState, meta: RequestMetadata, user_id: str) -> UserRow:
     # ---- VALIDATIONS ----
     validate_user_id(user_id)
+    missing = not_found(f"User with id {user_id} not found.", "UserNotFound")
     # ---- AUTHZ ----
-    await require_allowed(state, meta.actor, "read", Resource("user", user_id))
+    await authorize(state, meta, "read", "user", user_id, hidden=missing)
     # ---- BUSINESS LOGIC ----
     user = await user_store.get_user(state.store, user_id)
     if user is None:
-        raise not_found(f"User with id {user_id} not found.", "UserNotFound")
+        raise missing
     return user
 
 
@@ -254,7 +267,8 @@ async def list_users(
     after = keyset_after(page_token)
     limit = page_size(state, size)
     # ---- AUTHZ ----
-    await require_allowed(state, meta.actor, "list_users", _server_resource(state))
+    # Lakekeeper: all users or none (403); a caller may still read themself (GET /user/{id}, whoami)
+    await authorize(state, meta, "list_users", "server", _server_resource(state).id)
     # ---- BUSINESS LOGIC ----
     rows = await user_store.list_users(state.store, name=name, after=after, limit=limit + 1)
     next_token = None
@@ -267,16 +281,19 @@ async def list_users(
 async def search_users(state: AppState, meta: RequestMetadata, body: SearchRequest) -> list[UserRow]:
     """Best matches first: exact name/id/email, then prefix, then substring (64 chars at most)."""
     # ---- AUTHZ ----
-    # Lakekeeper: searching users is allowed to whoever may list them
-    await require_allowed(state, meta.actor, "list_users", _server_resource(state))
+    # Lakekeeper: every authenticated caller may search users (to pick whom to grant to)
+    actor = checking_actor(state, meta)
+    if actor is not None and actor.user_id is None:
+        raise forbidden("Forbidden: searching users needs an authenticated caller")
     # ---- BUSINESS LOGIC ----
     text = body.search[:SEARCH_MAX_CHARS].strip()
     if not text:
         return []
     candidates = await user_store.search_users(state.store, text, 500)
-    return rank_matches(
-        text, candidates, lambda u: (u.name, u.id, u.email or "")
-    )[:SEARCH_LIMIT]
+    ranked = rank_matches(text, candidates, lambda u: (u.name, u.id, u.email or ""))
+    # only users the caller may read (the openfga authorizer: all of them, as in Lakekeeper)
+    readable = await visible(state, meta, ranked, lambda u: Resource("user", u.id), action="read")
+    return readable[:SEARCH_LIMIT]
 
 
 def rank_matches(text: str, items: list, fields) -> list:

@@ -317,10 +317,20 @@ async def test_an_assumed_role_acts_with_the_roles_grants(authz: OpenFgaAuthoriz
 
 
 async def test_user_actions_on_oneself_and_by_server_admins(authz: OpenFgaAuthorizer) -> None:
+    """Lakekeeper's rules: oneself (also while assuming a role) may do everything; any authenticated
+    caller reads a user by id; updating, deleting and reading someone's roles is for server admins."""
     bob = Resource("user", BOB.user_id)
     assert await authz.is_allowed(BOB, "update", bob)
-    assert not await authz.is_allowed(CAROL, "read", bob)
+    assert await authz.is_allowed(Actor(user_id=BOB.user_id, assumed_role=str(uuid.uuid4())), "delete", bob)
+    assert await authz.is_allowed(CAROL, "read", bob)
+    assert not await authz.is_allowed(Actor(), "read", bob)  # anonymous
+    assert await authz.are_allowed(CAROL, "update", [bob]) == [False]
+    assert not await authz.is_allowed(CAROL, "read_role_assignments", bob)
     assert await authz.is_allowed(ALICE, "delete", bob)  # server admin
+    assert await authz.is_allowed(ALICE, "read_role_assignments", bob)
+    assert await authz.principal_allowed_actions(Principal("user", CAROL.user_id), bob) == ["read"]
+    assert await authz.principal_allowed_actions(Principal("user", ALICE.user_id), bob) == [
+        "read", "update", "delete", "read_role_assignments"]
 
 
 async def test_bootstrap_as_operator(double: OpenFgaDouble) -> None:

@@ -480,3 +480,32 @@ def test_describe_only_sees_the_table_but_gets_no_data_access(world: World) -> N
                    f"{loaded.json()['metadata-location'].split('://', 1)[1].split('/', 1)[1]}",
         })
         assert signed.status_code == 403, signed.text
+
+
+def test_users_bob_may_read_and_search_users_but_not_list_them_all(world: World) -> None:
+    """Lakekeeper's rules: listing every user needs the server's ``list_users`` (alice, the admin,
+    has it; bob gets 403, not a partial list); reading one user by id and searching users are open
+    to every authenticated caller (so a grant dialog can find bob); changing a user is for the user
+    and the server admins."""
+    with world.http("bob") as bob:
+        bob.get("/catalog/v1/config", params={"warehouse": world.warehouse})  # registers bob
+        listed = bob.get("/management/v1/user")
+        assert listed.status_code == 403 and error(listed)["type"] == "ForbiddenException"
+        assert bob.get("/management/v1/user", params={"name": "bob"}).status_code == 403
+        assert bob.get("/management/v1/user/oidc~bob").json()["id"] == "oidc~bob"
+        assert bob.get("/management/v1/user/oidc~alice").json()["id"] == "oidc~alice"
+        missing = bob.get("/management/v1/user/oidc~nobody")
+        assert missing.status_code == 404 and error(missing)["type"] == "UserNotFound"
+        found = bob.post("/management/v1/search/user", json={"search": "oidc~alice"})
+        assert found.status_code == 200 and [u["id"] for u in found.json()["users"]] == ["oidc~alice"]
+        renamed = bob.put("/management/v1/user/oidc~alice", json={"name": "Mallory", "user-type": "human"})
+        assert renamed.status_code == 403 and error(renamed)["type"] == "ForbiddenException"
+        assert bob.delete("/management/v1/user/oidc~alice").status_code == 403
+        mine = bob.put("/management/v1/user/oidc~bob", json={"name": "Bob", "user-type": "human"})
+        assert mine.status_code < 300, mine.text
+    with world.http("alice") as alice:
+        everyone = alice.get("/management/v1/user", params={"pageSize": 100})
+        assert everyone.status_code == 200
+        assert {"oidc~alice", "oidc~bob"} <= {u["id"] for u in everyone.json()["users"]}
+        assert alice.get("/management/v1/user/oidc~bob").json()["name"] == "Bob"
+        assert alice.get("/management/v1/user/oidc~alice").json()["name"] != "Mallory"

@@ -3,6 +3,7 @@ against the OpenFGA API double (no OpenFGA server can run here; see ``openfga_do
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -70,5 +71,38 @@ def test_serve_builds_the_authorizer_and_reports_it_healthy(double: OpenFgaDoubl
         assert double.store_named(store_name) is not None
         assert "fga-api-key-4711" not in server.log_tail(400)
         assert set(double.authorization_headers[-3:]) == {"Bearer fga-api-key-4711"}
+    finally:
+        server.close()
+
+
+async def _register_user(server: CatalogServer, user_id: str) -> None:
+    """What the first ``GET /config`` of an authenticated user writes, straight into the server's database."""
+    from lakekeeper_host.store import Store
+    from lakekeeper_host.store import users as user_store
+
+    store = Store(server.store_url())
+    await store.connect()
+    try:
+        await user_store.insert_user_if_absent(store, user_id, "Alice", None, "human", "config-call-creation")
+    finally:
+        await store.disconnect()
+
+
+def test_anonymous_callers_see_no_users(double: OpenFgaDouble) -> None:
+    """Without authentication every caller is anonymous: the openfga authorizer lets them read no
+    user (the same 404 as a missing one), search none and list none (Lakekeeper: search needs an
+    authenticated caller)."""
+    env = {"LAKEKEEPER__AUTHZ_BACKEND": "openfga", "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
+           "LAKEKEEPER__OPENFGA__STORE_NAME": f"lk-{uuid.uuid4().hex[:8]}"}
+    server = CatalogServer(env).start(timeout=120)
+    try:
+        asyncio.run(_register_user(server, "oidc~alice"))  # anonymous callers cannot register anyone
+        with httpx.Client(base_url=server.url, timeout=30) as anonymous:
+            hidden = anonymous.get("/management/v1/user/oidc~alice")
+            missing = anonymous.get("/management/v1/user/oidc~nobody")
+            assert hidden.status_code == missing.status_code == 404
+            assert hidden.json()["error"]["type"] == missing.json()["error"]["type"] == "UserNotFound"
+            assert anonymous.post("/management/v1/search/user", json={"search": "alice"}).status_code == 403
+            assert anonymous.get("/management/v1/user").status_code == 403
     finally:
         server.close()

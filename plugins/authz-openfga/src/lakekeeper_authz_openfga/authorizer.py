@@ -42,12 +42,13 @@ ASSIGNABLE: dict[str, tuple[str, ...]] = {
     "view": ("ownership", "pass_grants", "manage_grants", "describe", "modify"),
     "role": ("ownership", "assignee"),
 }
-# user-resource actions: the caller on themself, or the server relation that manages users
+# user-resource actions (Lakekeeper's rules): a user may do all of them on themself (also while
+# assuming a role); every authenticated caller may read a user given its id (grant dialogs show
+# names; listing all users is the server's ``list_users``); the rest is the server relation below
 _USER_ACTIONS = {
-    "read": "can_list_users",
     "update": "can_update_users",
     "delete": "can_delete_users",
-    "read_role_assignments": "can_read_assignments",
+    "read_role_assignments": "can_list_users",
 }
 # the link a child writes on its parent, by (parent kind, child kind)
 _CHILD_LINK = {("project", "warehouse"): "warehouse", ("warehouse", "namespace"): "namespace",
@@ -148,7 +149,7 @@ class OpenFgaAuthorizer(AuthorizerBase):
         if subject is None:
             return False
         if resource.kind == "user":
-            if resource.id == actor.user_id and not actor.assumed_role:
+            if resource.id == actor.user_id or action == "read":
                 return True
             return (subject, _USER_ACTIONS[action], f"server:{self.server_id}")
         return (subject, f"can_{action}", fga_object(resource))
@@ -175,10 +176,11 @@ class OpenFgaAuthorizer(AuthorizerBase):
                     raise ValueError(f"unknown action {action!r} for a {resource.kind!r}")
             subject = fga_principal(principal)
             if resource.kind == "user":
-                keys = [(subject, _USER_ACTIONS[a], f"server:{self.server_id}") for a in wanted]
+                keys = [(subject, _USER_ACTIONS[a], f"server:{self.server_id}") for a in wanted if a != "read"]
             else:
                 keys = [(subject, f"can_{a}", fga_object(resource)) for a in wanted]
-            decisions = await self._checks(keys) if keys else []
+            answers = iter(await self._checks(keys) if keys else [])
+            decisions = [True if resource.kind == "user" and a == "read" else next(answers) for a in wanted]
         else:
             decisions = await self._decide(Actor(user_id=principal.id), [(a, resource) for a in wanted])
         return [action for action, ok in zip(wanted, decisions, strict=True) if ok]
