@@ -2,18 +2,13 @@
 
 A ``lakekeeper serve`` against the OpenFGA API double (``openfga_double.py``) with OIDC users from a
 local issuer: alice bootstraps and builds project > warehouse ``perms`` > namespace ``sales`` >
-table ``orders`` and a role ``analysts``; bob has nothing; root is an instance admin.
-
-Until the server writes lifecycle tuples itself (issue 21, enforcement), :func:`build_catalog`
-writes the parent and ownership tuples each create writes (the tuples
-``OpenFgaAuthorizer.on_created`` writes) straight into the double's store, before any check about
-the new object can be cached.
+table ``orders`` and a role ``analysts`` through the API (the server writes their tuples); bob
+has nothing; root is an instance admin.
 """
 
 from __future__ import annotations
 
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
 import httpx
@@ -92,39 +87,28 @@ def openfga_oidc_server(double: OpenFgaDouble, idp: OidcIssuer) -> tuple[Catalog
 
 def build_catalog(server: CatalogServer, double: OpenFgaDouble, store_name: str, alice: Caller,
                   warehouse_root: str) -> Catalog:
-    tuples = double.store_named(store_name).tuples
-
-    def created(kind: str, object_id: str, parent: str, parent_link: str, child_link: str | None,
-                owner_relation: str = "ownership") -> None:
-        tuples.add(parent, parent_link, f"{kind}:{object_id}")
-        if child_link:
-            tuples.add(f"{kind}:{object_id}", child_link, parent)
-        tuples.add("user:" + quote(alice.user_id, safe=""), owner_relation, f"{kind}:{object_id}")
-
+    """alice builds it through the API; the server writes the parent and ownership tuples of each create."""
     catalog = Catalog()
     assert alice.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).status_code == 204
     info = alice.get("/management/v1/info").json()
     catalog.server_id, catalog.project_id = info["server-id"], info["default-project-id"]
-    created("project", catalog.project_id, f"server:{catalog.server_id}", "server", None, "project_admin")
     made = alice.post("/management/v1/warehouse", json={
         "warehouse-name": "perms", "storage-profile": {"type": "file", "root": warehouse_root}})
     assert made.status_code == 201, made.text
     catalog.warehouse_id = made.json()["warehouse-id"]
-    created("warehouse", catalog.warehouse_id, f"project:{catalog.project_id}", "project", "warehouse")
     prefix = f"/catalog/v1/{catalog.warehouse_id}"
     assert alice.post(f"{prefix}/namespaces", json={"namespace": ["sales"]}).status_code == 200
-    # its id from the database: reading it through the API would check (and cache) before the tuples;
-    # in a thread of its own, as a browser test's Playwright runs an event loop in this one
-    with ThreadPoolExecutor(1) as thread:
-        catalog.namespace_id = thread.submit(server.fetch_val, "SELECT id FROM namespace WHERE warehouse_id = :w",
-                                             {"w": catalog.warehouse_id}).result()
-    created("namespace", catalog.namespace_id, f"warehouse:{catalog.warehouse_id}", "parent", "namespace")
+    namespace = alice.get(f"{prefix}/namespaces/sales", params={"returnUuid": "true"})
+    assert namespace.status_code == 200, namespace.text
+    catalog.namespace_id = namespace.json()["namespace-uuid"]
     table = alice.post(f"{prefix}/namespaces/sales/tables", json={"name": "orders", "schema": SCHEMA})
     assert table.status_code == 200, table.text
     catalog.table_id = table.json()["metadata"]["table-uuid"]
-    created("table", catalog.table_id, f"namespace:{catalog.namespace_id}", "parent", "child")
     role = alice.post("/management/v1/role", json={"name": "analysts"})
     assert role.status_code == 201, role.text
     catalog.role_id = role.json()["id"]
-    created("role", catalog.role_id, f"project:{catalog.project_id}", "project", None)
+    tuples = double.store_named(store_name).tuples.keys
+    for kind, object_id in (("warehouse", catalog.warehouse_id), ("namespace", catalog.namespace_id),
+                            ("table", catalog.table_id), ("role", catalog.role_id)):
+        assert (f"user:{quote(alice.user_id, safe='')}", "ownership", f"{kind}:{object_id}") in tuples
     return catalog
