@@ -6,7 +6,7 @@ Hidden objects are reported as 404 by the server layer, never 403, so existence 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from attrs import frozen
@@ -106,6 +106,35 @@ class Assignment:
     principal: Principal
 
 
+@frozen
+class CatalogObject:
+    """One object as the database has it, below ``parent`` (None: a project, below the server)."""
+
+    resource: Resource
+    parent: Resource | None
+
+
+@frozen
+class CatalogHierarchy:
+    """What the database holds, for :meth:`Authorizer.reconcile`: every project, warehouse,
+    namespace, table, view (staged and soft-deleted ones included) and role, and every role
+    membership as (role id, member)."""
+
+    objects: tuple[CatalogObject, ...]
+    role_members: tuple[tuple[str, Principal], ...]
+
+
+@frozen
+class ReconcileReport:
+    """What :meth:`Authorizer.reconcile` found missing (``written``) and stale (``deleted``), one
+    line per record in the authorizer's own words; ``notes`` say what it could not repair. In a
+    dry run nothing was changed."""
+
+    written: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
 class Authorizer(Protocol):
     """The authorizer contract. The host asks; it never interprets an authorizer's grants itself.
 
@@ -154,6 +183,17 @@ class Authorizer(Protocol):
     ) -> None:
         """Members were added to / removed from ``role`` (``/management/v1/role/{id}/members``; the
         host already checked ``grant_assignee``): they may now act as the role, or no longer."""
+        ...
+
+    async def reconcile(
+        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False
+    ) -> ReconcileReport:
+        """``lakekeeper authz reconcile``: repair what lifecycle calls that failed (the authorizer
+        was down after a database commit) left behind -- write the missing structure of the
+        hierarchy, delete the records of objects that no longer exist. ``hierarchy()`` reads the
+        database: call it *after* reading your own records, so that an object created meanwhile is
+        never taken for a deleted one. Who created an object is not in the database: ownership
+        cannot be restored, only reported. Optional: ``AuthorizerBase`` has nothing to repair."""
         ...
 
     # ------------------------------------------------------------ the permissions API
@@ -221,6 +261,11 @@ class AuthorizerBase:
         self, role: Resource, added: Sequence[Principal], removed: Sequence[Principal]
     ) -> None:
         return None
+
+    async def reconcile(
+        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False
+    ) -> ReconcileReport:
+        return ReconcileReport(notes=(f"the authorizer {self.name!r} keeps no records to reconcile",))
 
     async def allowed_actions(self, actor: Actor, resource: Resource) -> list[str]:
         actions = ACTIONS.get(resource.kind, ())
