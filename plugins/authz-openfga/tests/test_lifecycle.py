@@ -6,10 +6,12 @@ OpenFGA cannot run here: the server talks to the OpenFGA HTTP API double (``open
 proved against the real engine by ``test_double_conformance.py``); ``fail_writes`` makes it refuse
 tuple writes as an OpenFGA that is down would. The check cache is off, so tuples the reconcile
 command (another process) writes are seen at once. alice bootstraps and owns; bob starts with nothing.
+On SQLite (embedded) and PostgreSQL.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from permissions_setup import SCHEMA, Caller, openfga_oidc_server
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import postgres_for_tests
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +65,18 @@ class World:
                               env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture(scope="module")
-def world(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[World]:
-    server, store_name = openfga_oidc_server(double, idp, LAKEKEEPER__OPENFGA__CHECK_CACHE_CAPACITY="0")
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def world(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[World]:
+    env = {"LAKEKEEPER__OPENFGA__CHECK_CACHE_CAPACITY": "0"}
+    with contextlib.ExitStack() as stack:
+        if request.param == "postgres":
+            url = stack.enter_context(postgres_for_tests())
+            env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
+        yield from _world(double, idp, tmp_path_factory, env)
+
+
+def _world(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, env: dict[str, str]) -> Iterator[World]:
+    server, store_name = openfga_oidc_server(double, idp, **env)
     try:
         alice, bob = Caller(server, idp, "alice"), Caller(server, idp, "bob")
         assert alice.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).status_code == 204
