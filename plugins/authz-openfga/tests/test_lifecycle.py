@@ -15,6 +15,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -172,6 +173,42 @@ def test_a_staged_table_that_gives_way_leaves_no_tuples(world: World) -> None:
         "properties": {}})
     assert view.status_code == 200, view.text
     assert world.tuples_of(f"table:{staged}") == set()
+
+
+def create_commit(table_uuid: str, location: str) -> dict:
+    """The commit of a create transaction (Java, PyIceberg): ``assert-create`` and the whole table."""
+    return {"requirements": [{"type": "assert-create"}], "updates": [
+        {"action": "assign-uuid", "uuid": table_uuid},
+        {"action": "upgrade-format-version", "format-version": 2},
+        {"action": "add-schema", "schema": SCHEMA, "last-column-id": 1},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": location},
+    ]}
+
+
+def test_committing_a_staged_table_keeps_its_id_and_its_owner(world: World) -> None:
+    namespace = world.namespace("drafts")
+    grant(world, namespace, "create", world.bob)
+    staged = world.alice.post(f"{world.prefix}/namespaces/drafts/tables",
+                              json={"name": "plan", "schema": SCHEMA, "stage-create": True})
+    assert staged.status_code == 200, staged.text
+    metadata = staged.json()["metadata"]
+    committed = world.bob.post(f"{world.prefix}/namespaces/drafts/tables/plan",
+                               json=create_commit(metadata["table-uuid"], metadata["location"]))
+    assert committed.status_code == 200, committed.text
+    table = f"table:{metadata['table-uuid']}"
+    owners = {u for u, r, o in world.tuples_of(table) if r == "ownership" and o == table}
+    assert owners == {"user:oidc~alice"}  # un-staging is no new creation: bob is not made an owner
+    # a commit that creates the table (no stage-create before) does make its committer the owner
+    created = world.bob.post(f"{world.prefix}/namespaces/drafts/tables/memo",
+                             json=create_commit(str(uuid.uuid4()), metadata["location"] + "-memo"))
+    assert created.status_code == 200, created.text
+    memo = f"table:{created.json()['metadata']['table-uuid']}"
+    assert {u for u, r, o in world.tuples_of(memo) if r == "ownership"} == {"user:oidc~bob"}
 
 
 # ---------------------------------------------------------------- reconcile
