@@ -174,6 +174,15 @@ def test_a_staged_table_that_gives_way_leaves_no_tuples(world: World) -> None:
     assert view.status_code == 200, view.text
     assert world.tuples_of(f"table:{staged}") == set()
 
+    # so does a table renamed to a staged table's name
+    staged = stage(world, "staging", "ledger")
+    renamed = world.alice.post(f"{world.prefix}/tables/rename", json={
+        "source": {"namespace": ["staging"], "name": "orders"},
+        "destination": {"namespace": ["staging"], "name": "ledger"}})
+    assert renamed.status_code == 204, renamed.text
+    assert world.tuples_of(f"table:{staged}") == set()
+    assert world.tuples_of(f"table:{table_id}")  # the renamed table keeps its tuples
+
 
 def create_commit(table_uuid: str, location: str) -> dict:
     """The commit of a create transaction (Java, PyIceberg): ``assert-create`` and the whole table."""
