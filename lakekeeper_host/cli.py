@@ -1,4 +1,5 @@
-"""``lakekeeper serve | migrate | wait-for-db | healthcheck | plugins | maintain | authz | version``.
+"""``lakekeeper serve | migrate | wait-for-db | healthcheck | plugins | maintain | rotate-encryption-key |
+authz reconcile | version``.
 
 Errors are one clear line and a non-zero exit code, never a traceback.
 """
