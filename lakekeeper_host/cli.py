@@ -1,4 +1,5 @@
-"""``lakekeeper serve | migrate | wait-for-db | healthcheck | plugins | maintain | version``.
+"""``lakekeeper serve | migrate | wait-for-db | healthcheck | plugins | maintain | rotate-encryption-key |
+authz reconcile | version``.
 
 Errors are one clear line and a non-zero exit code, never a traceback.
 """
@@ -62,6 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     maintain.add_argument("--conf", action="append", help="extra Spark setting key=value (direct, repeatable)")
     maintain.add_argument("--policy", help="partial maintenance policy JSON, as the management API takes (direct)")
     maintain.add_argument("--json", action="store_true", help="print the results as JSON")
+    authz = sub.add_parser("authz", help="operator tasks on the configured authorizer")
+    authz_sub = authz.add_subparsers(dest="authz_command", required=True)
+    reconcile = authz_sub.add_parser(
+        "reconcile",
+        help="write the authorizer's missing hierarchy records and delete those of objects the database no longer has",
+    )
+    reconcile.add_argument("--dry-run", action="store_true", help="only report what would change")
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -250,6 +258,48 @@ def cmd_maintain(settings: Settings, args) -> int:
     return maintain(settings, args)
 
 
+def cmd_authz(settings: Settings, args) -> int:
+    """``lakekeeper authz reconcile [--dry-run]``: see ``server/authz_reconcile.py``."""
+    from lakekeeper_host.registry import BuildContext
+    from lakekeeper_host.server.authz_reconcile import reconcile_authorizer
+    from lakekeeper_host.store import Store
+    from lakekeeper_host.store.migrate import migration_status
+    from lakekeeper_host.store.server import get_or_create_server
+
+    async def run():
+        spec = Registry.collect(_plugin_manager(settings)).authorizer(settings.host.authz_backend)
+        config = settings.section(spec.config_cls) if spec.config_cls is not None else None
+        store = Store.from_settings(settings)
+        await store.connect()
+        try:
+            _, pending = await migration_status(store)
+            if pending:
+                raise StartupError(f"{len(pending)} pending migration(s): run `lakekeeper migrate` first")
+            server = await get_or_create_server(store)  # the server id names the OpenFGA server object
+            authorizer = await spec.factory(config, BuildContext(settings=settings, db=store,
+                                                                 server_id=server.server_id))
+            try:
+                return authorizer.name, await reconcile_authorizer(store, authorizer, dry_run=args.dry_run)
+            finally:
+                close = getattr(authorizer, "close", None)
+                if close is not None:
+                    await close()
+        finally:
+            await store.disconnect()
+
+    name, report = asyncio.run(run())
+    verb = ("would write", "would delete") if args.dry_run else ("wrote", "deleted")
+    for line in report.written:
+        print(f"+ {line}")
+    for line in report.deleted:
+        print(f"- {line}")
+    for note in report.notes:
+        print(f"note: {note}")
+    print(f"{name}: {verb[0]} {len(report.written)}, {verb[1]} {len(report.deleted)} record(s)"
+          + (" (dry run)" if args.dry_run else ""))
+    return 0
+
+
 COMMANDS = {
     "serve": cmd_serve,
     "migrate": cmd_migrate,
@@ -258,6 +308,7 @@ COMMANDS = {
     "plugins": cmd_plugins,
     "rotate-encryption-key": cmd_rotate_encryption_key,
     "maintain": cmd_maintain,
+    "authz": cmd_authz,
 }
 
 if __name__ == "__main__":

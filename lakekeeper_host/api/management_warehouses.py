@@ -307,8 +307,6 @@ async def move_namespace(warehouse_id: str, namespace_id: str):
     if not isinstance(force, bool):
         raise bad_request("Invalid request body: expected bool @ body.force")
     warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
-    await authorize(state(), metadata(), "move", "namespace", namespace_id, warehouse.id,
-                    hidden=not_found(f"Namespace {namespace_id} does not exist", "NoSuchNamespaceException"))
     result = await namespace_admin.move_namespace(
         state(), metadata(), warehouse, namespace_id, body["destination"], force=force
     )

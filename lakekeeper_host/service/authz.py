@@ -6,7 +6,7 @@ Hidden objects are reported as 404 by the server layer, never 403, so existence 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from attrs import frozen
@@ -60,18 +60,18 @@ ACTIONS: dict[str, tuple[str, ...]] = {
                 "get_task_queue_config", "get_project_tasks", "control_project_tasks", "read_assignments",
                 "grant_role_creator", "grant_create", "grant_describe", "grant_modify", "grant_select",
                 "grant_project_admin", "grant_security_admin", "grant_data_admin"),
-    "warehouse": ("create_namespace", "delete", "update_storage", "update_storage_credential", "get_metadata",
-                  "get_config", "list_namespaces", "list_everything", "use", "include_in_list", "deactivate",
-                  "activate", "rename", "list_deleted_tabulars", "modify_soft_deletion", "get_task_queue_config",
-                  "modify_task_queue_config", "get_all_tasks", "control_all_tasks", "set_protection",
-                  "set_format_version_policy", "get_endpoint_statistics", "read_assignments",
+    "warehouse": ("create_namespace", "accept_moved_namespace", "delete", "update_storage",
+                  "update_storage_credential", "get_metadata", "get_config", "list_namespaces", "list_everything",
+                  "use", "include_in_list", "deactivate", "activate", "rename", "list_deleted_tabulars",
+                  "modify_soft_deletion", "get_task_queue_config", "modify_task_queue_config", "get_all_tasks",
+                  "control_all_tasks", "set_protection", "set_format_version_policy", "get_endpoint_statistics",
+                  "read_assignments", "grant_create", "grant_describe", "grant_modify", "grant_select",
+                  "grant_pass_grants", "grant_manage_grants", "change_ownership", "set_managed_access"),
+    "namespace": ("create_table", "create_view", "create_namespace", "accept_moved_namespace", "delete",
+                  "update_properties", "get_metadata", "list_tables", "list_views", "list_namespaces",
+                  "list_everything", "set_protection", "include_in_list", "move", "read_assignments",
                   "grant_create", "grant_describe", "grant_modify", "grant_select", "grant_pass_grants",
                   "grant_manage_grants", "change_ownership", "set_managed_access"),
-    "namespace": ("create_table", "create_view", "create_namespace", "delete", "update_properties", "get_metadata",
-                  "list_tables", "list_views", "list_namespaces", "list_everything", "set_protection",
-                  "include_in_list", "move", "read_assignments", "grant_create", "grant_describe", "grant_modify",
-                  "grant_select", "grant_pass_grants", "grant_manage_grants", "change_ownership",
-                  "set_managed_access"),
     "table": ("drop", "write_data", "read_data", "get_metadata", "commit", "rename", "include_in_list", "undrop",
               "get_tasks", "control_tasks", "set_protection", "read_assignments", "grant_pass_grants",
               "grant_manage_grants", "grant_describe", "grant_select", "grant_modify", "change_ownership"),
@@ -104,6 +104,35 @@ class Assignment:
 
     relation: str
     principal: Principal
+
+
+@frozen
+class CatalogObject:
+    """One object as the database has it, below ``parent`` (None: a project, below the server)."""
+
+    resource: Resource
+    parent: Resource | None
+
+
+@frozen
+class CatalogHierarchy:
+    """What the database holds, for :meth:`Authorizer.reconcile`: every project, warehouse,
+    namespace, table, view (staged and soft-deleted ones included) and role, and every role
+    membership as (role id, member)."""
+
+    objects: tuple[CatalogObject, ...]
+    role_members: tuple[tuple[str, Principal], ...]
+
+
+@frozen
+class ReconcileReport:
+    """What :meth:`Authorizer.reconcile` found missing (``written``) and stale (``deleted``), one
+    line per record in the authorizer's own words; ``notes`` say what it could not repair. In a
+    dry run nothing was changed."""
+
+    written: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 class Authorizer(Protocol):
@@ -154,6 +183,17 @@ class Authorizer(Protocol):
     ) -> None:
         """Members were added to / removed from ``role`` (``/management/v1/role/{id}/members``; the
         host already checked ``grant_assignee``): they may now act as the role, or no longer."""
+        ...
+
+    async def reconcile(
+        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False
+    ) -> ReconcileReport:
+        """``lakekeeper authz reconcile``: repair what lifecycle calls that failed (the authorizer
+        was down after a database commit) left behind -- write the missing structure of the
+        hierarchy, delete the records of objects that no longer exist. ``hierarchy()`` reads the
+        database: call it *after* reading your own records, so that an object created meanwhile is
+        never taken for a deleted one. Who created an object is not in the database: ownership
+        cannot be restored, only reported. Optional: ``AuthorizerBase`` has nothing to repair."""
         ...
 
     # ------------------------------------------------------------ the permissions API
@@ -221,6 +261,11 @@ class AuthorizerBase:
         self, role: Resource, added: Sequence[Principal], removed: Sequence[Principal]
     ) -> None:
         return None
+
+    async def reconcile(
+        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False
+    ) -> ReconcileReport:
+        return ReconcileReport(notes=(f"the authorizer {self.name!r} keeps no records to reconcile",))
 
     async def allowed_actions(self, actor: Actor, resource: Resource) -> list[str]:
         actions = ACTIONS.get(resource.kind, ())

@@ -71,6 +71,17 @@ def test_migrate_embedded_is_idempotent(tmp_path):
     assert second.returncode == 0 and "up to date" in second.stdout
 
 
+def test_authz_reconcile_needs_a_migrated_database_and_has_nothing_to_do_for_allow_all(tmp_path):
+    env = {"LAKEKEEPER__DATA_DIR": str(tmp_path)}
+    unmigrated = run_cli("authz", "reconcile", env=env)
+    assert unmigrated.returncode == 2 and "run `lakekeeper migrate` first" in unmigrated.stderr
+    assert run_cli("migrate", env=env).returncode == 0
+    result = run_cli("authz", "reconcile", "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "'allowall' allows everything and keeps no records" in result.stdout
+    assert "allowall: would write 0, would delete 0 record(s) (dry run)" in result.stdout
+
+
 @pytest.mark.postgres
 def test_serve_refuses_unmigrated_postgres_then_migrate_and_wait(pg_url_factory, tmp_path):
     url = pg_url_factory()

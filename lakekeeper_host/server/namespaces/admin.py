@@ -202,7 +202,7 @@ async def move_namespace(
     Contained tables and views keep their ids and locations.
     """
     target = _validate_destination(state, destination)
-    await _authorize_destination(state, meta, warehouse, target)
+    await _authorize_move(state, meta, warehouse, namespace_id, target)
     async with state.store.transaction() as tx:
         row = await ns_store.get_namespace_row(tx, warehouse.id, namespace_id)
         if row is None:
@@ -239,20 +239,27 @@ async def move_namespace(
     return _move_result(target, namespace_id, parent_id)
 
 
-async def _authorize_destination(state: AppState, meta: RequestMetadata, warehouse: Any, target: list[str]) -> None:
-    """AUTHZ: a namespace moves only below a parent where the caller may create namespaces (checked
-    before the transaction, so no database lock waits for the authorizer)."""
+async def _authorize_move(
+    state: AppState, meta: RequestMetadata, warehouse: Any, namespace_id: str, target: list[str]
+) -> None:
+    """AUTHZ (Lakekeeper): ``move`` on the namespace, and on its new parent (warehouse or namespace)
+    ``create_namespace`` and ``accept_moved_namespace`` -- the moved namespace takes the new parent's
+    grants. Checked before the transaction, so no database lock waits for the authorizer."""
     if checking_actor(state, meta) is None:
         return
+    await authorize(state, meta, "move", "namespace", namespace_id, warehouse.id,
+                    hidden=not_found(f"Namespace {namespace_id} does not exist", "NoSuchNamespaceException"))
     if len(target) == 1:
-        await authorize_warehouse(state, meta, "create_namespace", warehouse.id)
+        for action in ("create_namespace", "accept_moved_namespace"):
+            await authorize_warehouse(state, meta, action, warehouse.id)
         return
     _, parent_key = encode_name(target[:-1])
     parent = await ns_store.get_namespace_by_key(state.store, warehouse.id, parent_key)
     if parent is not None:  # a missing parent is reported by the move itself
-        await authorize(state, meta, "create_namespace", "namespace", parent["id"], warehouse.id,
-                        hidden=not_found(f"Parent namespace {'.'.join(target[:-1])} does not exist",
-                                         "NoSuchNamespaceException"))
+        for action in ("create_namespace", "accept_moved_namespace"):
+            await authorize(state, meta, action, "namespace", parent["id"], warehouse.id,
+                            hidden=not_found(f"Parent namespace {'.'.join(target[:-1])} does not exist",
+                                             "NoSuchNamespaceException"))
 
 
 def _move_result(parts: list[str], namespace_id: str, parent_id: str | None) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from lakekeeper_host.server.tabulars.locations import (
     default_tabular_location,
     requested_location,
 )
+from lakekeeper_host.server.tabulars.staged import forget_staged, remove_staged
 from lakekeeper_host.server.warehouses.validation import effective_format_versions
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -170,12 +171,13 @@ async def create_table(
     if not stage_create:
         metadata_location = metadata_io.next_metadata_location(location, None, dict(metadata.properties))
         await metadata_io.write_metadata(storage, metadata_location, metadata_json)
+    replaced = None
     async with settled_write(state, storage, files=[metadata_location], creates=True) as write:
         current = await tabular_store.get_tabular(write.tx, namespace.id, name, include_staged=True)
         if current is not None and not current.staged:
             raise conflict_for_existing(current.typ, parts, name, "table")
         if current is not None:  # a staged table of that name is replaced (Lakekeeper)
-            await tabular_store.delete_staged(write.tx, namespace.id, name)
+            replaced = await remove_staged(write.tx, namespace.id, name)
         await check_location_available(write.tx, warehouse, location)
         inserted = await tabular_store.insert_tabular(
             write.tx, tabular_id=tabular_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
@@ -193,6 +195,7 @@ async def create_table(
     # createTable (not for stage-create: the table exists only after its first commit)
     if not stage_create:
         events.table_created(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
+    await forget_staged(state, replaced, warehouse.id)
     await created(state, meta, "table", row.id, ("namespace", namespace.id), warehouse.id)
 
     # the creator gets read-write-delete credentials (Lakekeeper), whatever its data grants

@@ -20,6 +20,7 @@ from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.load import access_request, load_etag, load_result_json
 from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
 from lakekeeper_host.server.tabulars.register import insert_registered
+from lakekeeper_host.server.tabulars.staged import forget_staged, remove_staged
 from lakekeeper_host.server.warehouses.validation import effective_format_versions
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -76,10 +77,11 @@ async def register_table(
         )
     location = await requested_location(state, warehouse, metadata.location)
     metadata_json = metadata_io.to_json(metadata)
+    replaced = None
     async with settled_write(state, storage, creates=True) as write:
         current = await tabular_store.get_tabular(write.tx, namespace.id, name, include_staged=True)
         if current is not None and current.staged:
-            await tabular_store.delete_staged(write.tx, namespace.id, name)
+            replaced = await remove_staged(write.tx, namespace.id, name)
             current = None
         if current is not None:
             if current.typ != "table" or not overwrite:
@@ -105,6 +107,7 @@ async def register_table(
     # ------------------------------------------------ EVENTS
     # registerTable
     events.table_registered(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
+    await forget_staged(state, replaced, warehouse.id)
     await created(state, meta, "table", row.id, ("namespace", namespace.id), warehouse.id)
 
     config = await storage.table_config(

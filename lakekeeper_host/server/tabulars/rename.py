@@ -17,6 +17,7 @@ from lakekeeper_host.server.resolve import (
     get_namespace,
     resolve_table,
 )
+from lakekeeper_host.server.tabulars.staged import forget_staged, remove_staged
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import tabulars as tabular_store
@@ -67,11 +68,12 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
     await state.contracts.check_rename(row, {"namespace": list(dest_ns), "name": dest_name})
 
     # ------------------------------------------------ BUSINESS LOGIC
+    replaced = None
     async with state.store.transaction() as tx:
         taken = await tabular_store.get_tabular(tx, destination.id, dest_name, include_staged=True)
         if taken is not None and taken.id != row.id:
             if taken.staged:
-                await tabular_store.delete_staged(tx, destination.id, dest_name)
+                replaced = await remove_staged(tx, destination.id, dest_name)
             else:
                 taken_label = "Table" if taken.typ == "table" else "View"
                 raise CatalogError(
@@ -87,6 +89,7 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
     # renameTable / renameView
     renamed = events.view_renamed if typ == "view" else events.table_renamed
     renamed(state, meta, warehouse, source_ns, source_name, row.id, body, prefix=warehouse.id)
+    await forget_staged(state, replaced, warehouse.id)
     if destination.id != row.namespace_id:
         await moved(state, typ, row.id, ("namespace", destination.id), warehouse.id)
 

@@ -19,6 +19,7 @@ from lakekeeper_host.server.tabulars.locations import (
     default_tabular_location,
     requested_location,
 )
+from lakekeeper_host.server.tabulars.staged import forget_staged, remove_staged
 from lakekeeper_host.server.views import metadata as vm
 from lakekeeper_host.server.views.load import load_result, view_config
 from lakekeeper_host.service.request import RequestMetadata
@@ -41,18 +42,20 @@ def check_view_properties(keys: Sequence[str], properties: dict[str, str]) -> No
     metadata_io.codec(properties)
 
 
-async def claim_view_name(tx: Any, namespace_id: str, parts: Sequence[str], name: str) -> None:
+async def claim_view_name(tx: Any, namespace_id: str, parts: Sequence[str], name: str) -> str | None:
     """Inside the create transaction: 409 when a table or view has the name.
 
     A *staged* table (an uncommitted ``stage-create``) does not keep a view from being created:
     it is removed, and its later commit fails with "View with same name already exists", as
-    the Iceberg tests expect (``createTableViaTransactionThatAlreadyExistsAsView``).
+    the Iceberg tests expect (``createTableViaTransactionThatAlreadyExistsAsView``). Returns the
+    removed staged table's id (for :func:`forget_staged` after the commit).
     """
     current = await tabular_store.get_tabular(tx, namespace_id, name, include_staged=True)
     if current is not None and current.staged:
-        await tabular_store.delete_staged(tx, namespace_id, name)
-    elif current is not None:
+        return await remove_staged(tx, namespace_id, name)
+    if current is not None:
         raise conflict_for_existing(current.typ, parts, name, "view")
+    return None
 
 
 async def create_view(
@@ -104,7 +107,7 @@ async def create_view(
     metadata_location = metadata_io.next_metadata_location(location, None, properties)
     await metadata_io.write_metadata(storage, metadata_location, metadata_json)
     async with settled_write(state, storage, files=[metadata_location], creates=True) as write:
-        await claim_view_name(write.tx, namespace.id, parts, name)
+        replaced = await claim_view_name(write.tx, namespace.id, parts, name)
         await check_location_available(write.tx, warehouse, location)
         inserted = await tabular_store.insert_tabular(
             write.tx, tabular_id=view_id, warehouse_id=warehouse.id, namespace_id=namespace.id, name=name,
@@ -116,6 +119,7 @@ async def create_view(
 
     # ------------------------------------------------ EVENTS
     events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)
+    await forget_staged(state, replaced, warehouse.id)
     await created(state, meta, "view", view_id, ("namespace", namespace.id), warehouse.id)
     config = await view_config(state, storage, warehouse, view_id, location, access)
     return load_result(metadata_location, metadata_json, config)

@@ -13,6 +13,7 @@ from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.register import register_request
 from lakekeeper_host.server.tabulars.locations import requested_location
 from lakekeeper_host.server.tabulars.register import insert_registered
+from lakekeeper_host.server.tabulars.staged import forget_staged
 from lakekeeper_host.server.views.create import claim_view_name
 from lakekeeper_host.server.views.load import load_result, read_view_metadata, view_config
 from lakekeeper_host.service.request import RequestMetadata
@@ -46,7 +47,7 @@ async def register_view(
     location = await requested_location(state, warehouse, metadata.location)
     metadata_json = metadata.model_dump_json()
     async with settled_write(state, storage, creates=True) as write:
-        await claim_view_name(write.tx, namespace.id, parts, name)
+        replaced = await claim_view_name(write.tx, namespace.id, parts, name)
         view_id = await insert_registered(
             write.tx, warehouse, namespace.id, parts, name, typ="view", uuid=str(metadata.view_uuid),
             location=location, metadata_location=metadata_location, metadata_json=metadata_json,
@@ -56,6 +57,7 @@ async def register_view(
 
     # ------------------------------------------------ EVENTS
     events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)
+    await forget_staged(state, replaced, warehouse.id)
     await created(state, meta, "view", view_id, ("namespace", namespace.id), warehouse.id)
     config = await view_config(state, storage, warehouse, view_id, location, access)
     return load_result(metadata_location, metadata_json, config)

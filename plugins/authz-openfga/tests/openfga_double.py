@@ -207,12 +207,15 @@ class OpenFgaDouble:
     """The double as an HTTP server on a free port, in its own thread (``start()`` / ``stop()``).
 
     ``requests`` counts the calls per endpoint so tests can see what reached "OpenFGA" (the cache).
+    ``fail_writes = True`` makes every tuple write answer 503, as an OpenFGA that is down for writes
+    (checks and reads still answer): lifecycle calls after a database commit then fail.
     """
 
     def __init__(self) -> None:
         self.stores: dict[str, _Store] = {}
         self.requests: dict[str, int] = defaultdict(int)
         self.authorization_headers: list[str | None] = []
+        self.fail_writes = False
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -334,6 +337,8 @@ class OpenFgaDouble:
         raise FgaError(404, "authorization_model_not_found", "authorization model not found")
 
     async def _write(self, request: web.Request) -> web.Response:
+        if self.fail_writes:
+            raise FgaError(503, "unavailable", "the OpenFGA double is failing writes")
         store = self._store(request)
         body = await request.json()
         engine = store.engine(body.get("authorization_model_id"))

@@ -69,7 +69,7 @@ class Catalog:
         return f"/warehouse/{self.warehouse_id}/table/{self.table_id}"
 
 
-def openfga_oidc_server(double: OpenFgaDouble, idp: OidcIssuer) -> tuple[CatalogServer, str]:
+def openfga_oidc_server(double: OpenFgaDouble, idp: OidcIssuer, **extra_env: str) -> tuple[CatalogServer, str]:
     """A started server (embedded, no quickstart) and the name of its OpenFGA store."""
     store_name = f"lk-{uuid.uuid4().hex[:8]}"
     server = CatalogServer({
@@ -81,6 +81,7 @@ def openfga_oidc_server(double: OpenFgaDouble, idp: OidcIssuer) -> tuple[Catalog
         "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
         "LAKEKEEPER__INSTANCE_ADMINS": '["oidc~root"]',
         "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
+        **extra_env,
     }).start(timeout=120)
     return server, store_name
 

@@ -22,7 +22,7 @@ from lakekeeper_host.errors import CatalogError
 from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.registry import BuildContext, Registry, StartupError
-from lakekeeper_host.service.authz import Actor, Assignment, Principal, Resource
+from lakekeeper_host.service.authz import Actor, Assignment, CatalogHierarchy, CatalogObject, Principal, Resource
 
 SERVER_ID = "00000000-0000-0000-0000-000000000001"
 ALICE = Actor(user_id="oidc~alice", name="Alice")
@@ -232,6 +232,50 @@ async def test_a_moved_namespace_takes_its_new_parents_grants(double: OpenFgaDou
     assert parents == {("namespace:ns-hr", "parent")}
     children = {o for u, r, o in store_tuples(double, authz) if u == "namespace:ns-sales-eu" and r == "child"}
     assert children == {"namespace:ns-hr"}
+
+
+async def test_reconcile_makes_the_hierarchy_the_databases_and_keeps_grants(
+    double: OpenFgaDouble, authz: OpenFgaAuthorizer
+) -> None:
+    """What the database holds after lifecycle writes failed: sales.eu moved below hr (on_moved
+    failed), salaries dropped (on_deleted failed), the role analysts created with carol as member
+    (on_created and the member write failed). Bob's grant on orders is a grant: it stays."""
+    await authz.write_assignments(ALICE, ORDERS, [Assignment("select", Principal("user", BOB.user_id))], [])
+    database = CatalogHierarchy(
+        objects=(CatalogObject(PROJECT, None), CatalogObject(WAREHOUSE, PROJECT), CatalogObject(SALES, WAREHOUSE),
+                 CatalogObject(EU, HR), CatalogObject(HR, WAREHOUSE), CatalogObject(ORDERS, SALES),
+                 CatalogObject(INVOICES, EU), CatalogObject(REPORT, SALES), CatalogObject(ANALYSTS, PROJECT)),
+        role_members=((ANALYSTS.id, Principal("user", CAROL.user_id)),),
+    )
+    reads: list[int] = []
+
+    async def hierarchy() -> CatalogHierarchy:
+        reads.append(double.requests["/stores/{store}/read"])  # the store was read before the database
+        return database
+
+    before, reads_before = store_tuples(double, authz), double.requests["/stores/{store}/read"]
+    dry = await authz.reconcile(hierarchy, dry_run=True)
+    assert store_tuples(double, authz) == before and reads[0] > reads_before
+    assert set(dry.written) == {"namespace:ns-hr parent namespace:ns-sales-eu",
+                                "namespace:ns-sales-eu child namespace:ns-hr",
+                                "project:p1 project role:r-analysts", "user:oidc~carol assignee role:r-analysts"}
+    assert "namespace:ns-sales parent namespace:ns-sales-eu" in dry.deleted
+    assert "namespace:ns-sales-eu child namespace:ns-sales" in dry.deleted
+    assert {line for line in dry.deleted if "t-salaries" in line} == {
+        "namespace:ns-hr parent table:t-salaries", "table:t-salaries child namespace:ns-hr",
+        "user:oidc~alice ownership table:t-salaries"}
+    assert len(dry.deleted) == 5
+    assert dry.notes and "role:r-analysts" in dry.notes[0] and "ownership cannot be restored" in dry.notes[0]
+
+    fixed = await authz.reconcile(hierarchy)
+    assert (fixed.written, fixed.deleted) == (dry.written, dry.deleted)
+    assert not [t for t in store_tuples(double, authz) if "t-salaries" in t[0] + t[2]]
+    await authz.write_assignments(ALICE, HR, [Assignment("select", Principal("user", DAVE.user_id))], [])
+    assert await authz.is_allowed(DAVE, "read_data", INVOICES)  # eu is below hr now
+    assert await authz.is_allowed(BOB, "read_data", ORDERS)  # the grant stayed
+    assert await authz.is_allowed(CAROL, "assume", ANALYSTS)
+    again = await authz.reconcile(hierarchy)
+    assert (again.written, again.deleted) == ((), ())
 
 
 # ---------------------------------------------------------------- permissions API

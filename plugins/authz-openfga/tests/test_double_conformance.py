@@ -155,7 +155,9 @@ def list_questions(h: Hierarchy, engine, index) -> Iterator[dict]:
                 "role": ["can_read", "can_assume", "assignee", "can_grant_assignee"],
                 "table": ["can_include_in_list", "can_read_data", "can_write_data", "describe"],
                 "view": ["can_include_in_list", "can_select", "describe"],
-                "namespace": ["can_include_in_list", "can_get_metadata", "can_create_table", "manage_grants"],
+                "namespace": ["can_include_in_list", "can_get_metadata", "can_create_table", "manage_grants",
+                              "can_accept_moved_namespace", "can_move"],
+                "warehouse": ["can_include_in_list", "can_get_metadata", "describe", "can_accept_moved_namespace"],
             }.get(kind, ["can_include_in_list", "can_get_metadata", "describe"])
             yield {
                 "user": user,

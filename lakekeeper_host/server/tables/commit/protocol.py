@@ -92,6 +92,7 @@ class _Pending:
     changed: bool = True
     table_location: str = ""
     written: bool = False
+    inserted: bool = False  # the commit created the row (not an un-staged ``stage-create``)
 
 
 class _LostRace(Exception):
@@ -185,7 +186,7 @@ async def commit_tables(
             prefix=warehouse.id,
         )  # fmt: skip
         for item in pending:  # a table created by this commit (staged ones were recorded at stage-create)
-            if item.changed and item.base is None:
+            if item.inserted:
                 await created(state, meta, "table", item.row.id, ("namespace", item.namespace_id), warehouse.id)
         return [_result(item) for item in pending]
     # no "Commit failed: " here: the Java client puts it in front of every 409 of a commit
@@ -323,6 +324,7 @@ async def _swap(tx: Any, warehouse: WarehouseRow, storage: Storage, item: _Pendi
         if not inserted:
             raise _LostRace(item.change)
         item.row = await tabular_store.get_tabular_by_id(tx, tabular_id)
+        item.inserted = True
         return
     swapped = await tabular_store.cas_update_metadata(
         tx,

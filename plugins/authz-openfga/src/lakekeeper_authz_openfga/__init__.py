@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lakekeeper_authz_openfga.authorizer import OpenFgaAuthorizer
     from lakekeeper_host.service.state import AppState
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["OpenFgaAuthorizer", "OpenFgaConfig", "OpenFgaSettings", "build_authorizer"]
 
 

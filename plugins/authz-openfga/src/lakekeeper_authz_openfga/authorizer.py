@@ -10,7 +10,7 @@ tuples per user).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from urllib.parse import quote, unquote
 
 from openfga_sdk import ReadRequestTupleKey
@@ -27,7 +27,16 @@ from openfga_sdk.client.models import (
 
 from lakekeeper_authz_openfga.cache import CheckCache, CheckKey
 from lakekeeper_host.errors import CatalogError
-from lakekeeper_host.service.authz import ACTIONS, Actor, Assignment, AuthorizerBase, Principal, Resource
+from lakekeeper_host.service.authz import (
+    ACTIONS,
+    Actor,
+    Assignment,
+    AuthorizerBase,
+    CatalogHierarchy,
+    Principal,
+    ReconcileReport,
+    Resource,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,13 @@ _REFERENCED_BY = {
     "role": ("server", "project", "warehouse", "namespace", "table", "view", "role"),
 }
 _MANAGED_ACCESS_KINDS = ("warehouse", "namespace")
+# the kinds whose objects live in the catalog database (reconcile deletes the tuples of missing ones)
+_CATALOG_KINDS = frozenset(_PARENT_LINK)
+# (object kind, relation) of the hierarchy's own tuples: reconcile makes them exactly the database's
+_STRUCTURE = frozenset({(kind, relation) for kind, relation in _PARENT_LINK.items()}
+                       | {(parent, link) for (parent, _), link in _CHILD_LINK.items()})
+# the relation that makes someone the owner of a kind (what on_created writes for the creator)
+_OWNER_RELATION = {"project": "project_admin"}
 # any user: with the wildcard tuple ``user:* managed_access``, every user has the flag
 _PROBE_USER = "user:managed-access-probe"
 _WRITE_CHUNK = 100  # OpenFGA's default maximum of tuples per write
@@ -245,8 +261,9 @@ class OpenFgaAuthorizer(AuthorizerBase):
         finally:
             self.cache.invalidate()
 
-    async def _read(self, *, object: str, relation: str | None = None, user: str | None = None,
+    async def _read(self, *, object: str | None = None, relation: str | None = None, user: str | None = None,
                     ) -> list[tuple[str, str, str]]:
+        """The tuples matching the pattern (no pattern at all: every tuple of the store)."""
         found: list[tuple[str, str, str]] = []
         token = None
         while True:
@@ -319,6 +336,50 @@ class OpenFgaAuthorizer(AuthorizerBase):
         obj = fga_object(role)
         await self._write(writes=[(fga_principal(p), "assignee", obj) for p in added],
                           deletes=[(fga_principal(p), "assignee", obj) for p in removed])
+
+    async def reconcile(
+        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False
+    ) -> ReconcileReport:
+        """Make the hierarchy's tuples (parent and child links, role members) exactly the database's
+        and delete every tuple naming an object the database no longer has (as object or as user).
+
+        The store is read first, the database second: an object created meanwhile is in the
+        database, so its tuples are never taken for stale. Grants on existing objects stay.
+        """
+        present = set(await self._read())
+        catalog = await hierarchy()
+        server = f"server:{self.server_id}"
+        existing = {server} | {fga_object(o.resource) for o in catalog.objects}
+        expected: set[tuple[str, str, str]] = set()
+        for item in catalog.objects:
+            parent = item.parent if item.parent is not None else Resource("server", self.server_id)
+            expected.update(self._structure(item.resource, parent))
+        for role_id, member in catalog.role_members:
+            expected.add((fga_principal(member), "assignee", f"role:{role_id}"))
+
+        def stale(key: tuple[str, str, str]) -> bool:
+            user, relation, obj = key
+            kind = obj.partition(":")[0]
+            user_obj = user.partition("#")[0]
+            return ((kind in _CATALOG_KINDS and obj not in existing)
+                    or (user_obj.partition(":")[0] in _CATALOG_KINDS and user_obj not in existing)
+                    or ((kind, relation) in _STRUCTURE and key not in expected))
+
+        deletes = sorted(key for key in present if stale(key))
+        writes = sorted(expected - present)
+        if not dry_run:
+            await self._write(writes=writes, deletes=deletes)
+        after = (present - set(deletes)) | set(writes)
+        owned = {obj for _, relation, obj in after
+                 if relation == _OWNER_RELATION.get(obj.partition(":")[0], "ownership")}
+        ownerless = sorted(o for o in existing - owned - {server})
+        notes = []
+        if ownerless:
+            notes.append(f"{len(ownerless)} object(s) have no owner; the database does not record who created "
+                         "an object, so ownership cannot be restored -- grant it through the permissions API: "
+                         + ", ".join(ownerless))
+        return ReconcileReport(written=tuple(" ".join(k) for k in writes),
+                               deleted=tuple(" ".join(k) for k in deletes), notes=tuple(notes))
 
     # ------------------------------------------------------------------ permissions API
 
