@@ -60,7 +60,7 @@ def main() -> int:
     args = parser.parse_args()
     os.environ[_BODY_ENV] = os.path.abspath(args.body_file)
     os.environ[_PREFIX_ENV] = args.prefix
-    config = Config()  # the settings our server uses (lakekeeper_host.runtime.serve.hypercorn_config)
+    config = Config()  # the settings our server uses (lakekeeper_host.runtime.hypercorn_settings.hypercorn_config)
     config.bind = [f"127.0.0.1:{args.port}"]
     config.workers = args.workers
     config.accesslog = None

@@ -14,13 +14,12 @@ import tempfile
 from hypercorn.run import run as hypercorn_run
 
 from lakekeeper_host.config import Settings
+from lakekeeper_host.runtime.hypercorn_settings import hypercorn_config
 
 log = logging.getLogger(__name__)
 
 
 def serve_workers(settings: Settings) -> int:
-    from lakekeeper_host.runtime.serve import hypercorn_config
-
     metrics_dir = tempfile.mkdtemp(prefix="lakekeeper-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir  # inherited by the worker processes
     try:

@@ -9,33 +9,17 @@ import sys
 
 import pluggy
 from hypercorn.asyncio import serve as hypercorn_serve
-from hypercorn.config import Config as HypercornConfig
 
 from lakekeeper_host.app import create_app
 from lakekeeper_host.config import Settings
 from lakekeeper_host.registry import Registry, StartupError
+from lakekeeper_host.runtime.hypercorn_settings import hypercorn_config
 from lakekeeper_host.runtime.lifecycle import check_backend_selection, ensure_schema
 from lakekeeper_host.runtime.multiworker import serve_workers
 from lakekeeper_host.runtime.snippets import connection_snippets
 from lakekeeper_host.store import Store
 
 log = logging.getLogger(__name__)
-
-
-def hypercorn_config(settings: Settings) -> HypercornConfig:
-    config = HypercornConfig()
-    bind_ip = settings.bind_ip
-    host = f"[{bind_ip}]" if ":" in bind_ip else bind_ip
-    config.bind = [f"{host}:{settings.host.listen_port}"]
-    config.workers = settings.host.workers
-    config.graceful_timeout = 10
-    config.accesslog = None
-    # hypercorn's own lines through the root logger (JSON), not through a second, plain-text handler
-    config.errorlog = logging.getLogger("hypercorn.error")
-    # also bounds how long a client may take to send its request headers (hypercorn's idle timer runs
-    # until a request's headers are complete); the body is bounded by MAX_REQUEST_TIME
-    config.keep_alive_timeout = settings.host.http_keep_alive_timeout.total_seconds()
-    return config
 
 
 def connection_help(settings: Settings, warehouse: str = "demo") -> str:

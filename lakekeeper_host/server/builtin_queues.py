@@ -2,13 +2,13 @@
 registered through the same hook as a plugin's."""
 
 from lakekeeper_host import hookimpl
-from lakekeeper_host.server.maintenance import ensure_planners
+from lakekeeper_host.server.maintenance import ensure_planners, task_queue_spec
 from lakekeeper_host.server.tasks import builtin_task_queues
 
 
 @hookimpl
 def lakekeeper_task_queues():
-    return builtin_task_queues()
+    return [*builtin_task_queues(), task_queue_spec()]
 
 
 @hookimpl

@@ -23,7 +23,7 @@ from lakekeeper_host.errors import CatalogError, bad_request, not_found
 from lakekeeper_host.ids import now_ms
 from lakekeeper_host.registry import TaskQueueSpec, normalize_name
 from lakekeeper_host.serde import structure_body
-from lakekeeper_host.server import maintenance, pagination
+from lakekeeper_host.server import pagination
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.tabulars.deletion import entity_name, expire_tabular, purge_tabular
 from lakekeeper_host.service.state import AppState
@@ -132,13 +132,12 @@ async def _task_log_cleanup(task: TaskRow, ctx: TaskContext) -> Reschedule:
 
 
 def builtin_task_queues() -> list[TaskQueueSpec]:
-    """The OSS queues (soft_deletion, tabular_purge, task_log_cleanup) and table_maintenance on Spark."""
-
+    """The OSS queues: soft_deletion, tabular_purge, task_log_cleanup (table_maintenance on Spark is
+    registered beside them by ``server.builtin_queues``: its handler builds on this module)."""
     return [
         TaskQueueSpec(name=SOFT_DELETION, handler=_soft_deletion, config_cls=EmptyQueueConfig),
         TaskQueueSpec(name=TABULAR_PURGE, handler=_tabular_purge, config_cls=EmptyQueueConfig),
         TaskQueueSpec(name=TASK_LOG_CLEANUP, handler=_task_log_cleanup, config_cls=TaskLogCleanupConfig),
-        maintenance.task_queue_spec(),
     ]
 
 

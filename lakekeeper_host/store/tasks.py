@@ -112,6 +112,26 @@ def log_from_row(row: Row) -> TaskLogRow:
 # ---------------------------------------------------------------- scheduling
 
 
+TABULAR_PURGE_QUEUE = "tabular_purge"
+
+
+async def schedule_purge(
+    db: Executor, *, project_id: str, warehouse_id: str, typ: str, tabular_id: str, location: str,
+    name: list[str] | None = None,
+) -> str | None:
+    """Schedule ``tabular_purge`` for a deleted table's or view's location (inside the caller's transaction)."""
+    return await schedule_task(
+        db,
+        project_id=project_id,
+        warehouse_id=warehouse_id,
+        queue_name=TABULAR_PURGE_QUEUE,
+        entity_type=typ,
+        entity_id=tabular_id,
+        entity_name=name,
+        payload={"tabular-location": location, "typ": typ},
+    )
+
+
 async def schedule_task(
     db: Executor,
     *,

@@ -148,27 +148,18 @@ async def _drop_subtree(
         await task_store.cancel_entity_tasks(tx, ids, message="Cancelled by recursive namespace drop")
         await ns_store.delete_subtree(tx, namespace_id, ids)
         if purge:
-            from lakekeeper_host.server.tabulars.deletion import schedule_purge
-
             names = {n["id"]: decode_name(n["name"]) for n in namespaces}
             for tab in tabulars:
-                await schedule_purge(
+                await task_store.schedule_purge(
                     tx,
                     project_id=warehouse.project_id,
                     warehouse_id=warehouse.id,
-                    tabular=_Tabular(tab),
+                    typ=tab["typ"],
+                    tabular_id=tab["id"],
+                    location=tab["location"],
                     name=[*names.get(tab["namespace_id"], []), tab["name"]],
                 )
     return namespaces, tabulars
-
-
-class _Tabular:
-    """Attribute access over a subtree row for ``schedule_purge``."""
-
-    def __init__(self, row: Any):
-        self.id = row["id"]
-        self.typ = row["typ"]
-        self.location = row["location"]
 
 
 # ---------------------------------------------------------------- move / rename

@@ -41,7 +41,6 @@ from lakekeeper_host.store.db import Executor
 log = logging.getLogger(__name__)
 
 SOFT_DELETION_QUEUE = "soft_deletion"
-TABULAR_PURGE_QUEUE = "tabular_purge"
 
 _KIND_LABEL = {"table": "Table", "view": "View"}
 
@@ -65,19 +64,11 @@ async def entity_name(db: Executor, namespace_id: str, name: str) -> list[str]:
     return [*await namespace_parts(db, namespace_id), name]
 
 
-async def schedule_purge(
-    db: Executor, *, project_id: str, warehouse_id: str, tabular: Any, name: list[str] | None = None
-) -> str | None:
-    """Schedule ``tabular_purge`` for a deleted tabular's location (inside the caller's transaction)."""
-    return await task_store.schedule_task(
-        db,
-        project_id=project_id,
-        warehouse_id=warehouse_id,
-        queue_name=TABULAR_PURGE_QUEUE,
-        entity_type=_typ(tabular),
-        entity_id=tabular.id,
-        entity_name=name,
-        payload={"tabular-location": tabular.location, "typ": _typ(tabular)},
+async def schedule_purge(db: Executor, *, project_id: str, warehouse_id: str, tabular: Any,
+                         name: list[str] | None = None) -> str | None:
+    return await task_store.schedule_purge(
+        db, project_id=project_id, warehouse_id=warehouse_id, typ=_typ(tabular), tabular_id=tabular.id,
+        location=tabular.location, name=name,
     )
 
 
