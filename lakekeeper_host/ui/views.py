@@ -392,13 +392,42 @@ async def warehouse_status(warehouse_id: str):
                      f"Warehouse {action}d.", url_for("console.warehouse", warehouse_id=warehouse_id))
 
 
+PROTECTABLE = ("warehouse", "namespace", "table", "view")
+
+
+def protection_api_path(warehouse_id: str, kind: str, object_id: str | None) -> str:
+    """The protection endpoint of a warehouse, or of a namespace, table or view in it (``/management/v1``)."""
+    if kind == "warehouse":
+        return f"/warehouse/{warehouse_id}/protection"
+    return f"/warehouse/{warehouse_id}/{kind}/{object_id}/protection"
+
+
+async def protection_of(warehouse_id: str, kind: str, object_id: str | None) -> dict[str, Any]:
+    """``{"protected": bool | None, "error": str | None}``: the state the page shows next to its toggle
+    (None with the API's message when it cannot be read, e.g. no uuid or not allowed)."""
+    if not object_id:
+        return {"protected": None, "error": f"The {kind} has no id to look its protection up by."}
+    try:
+        answer = await api().management("GET", protection_api_path(warehouse_id, kind, object_id))
+    except ApiError as error:
+        return {"protected": None, "error": str(error)}
+    return {"protected": bool(answer.get("protected")), "error": None}
+
+
 @blueprint.post("/warehouses/<warehouse_id>/protection")
-async def warehouse_protection(warehouse_id: str):
-    protected = (await request.form).get("protected") == "true"
-    return await act(
-        lambda: api().management("POST", f"/warehouse/{warehouse_id}/protection", json={"protected": protected}),
-        "Warehouse is protected." if protected else "Warehouse protection removed.",
-        url_for("console.warehouse", warehouse_id=warehouse_id))
+async def set_protection(warehouse_id: str):
+    """Protect or unprotect the warehouse (``kind=warehouse``) or a namespace, table or view of it."""
+    form = await request.form
+    kind, protected = form.get("kind") or "warehouse", form.get("protected") == "true"
+    back = safe_next(form.get("next")) if form.get("next") else url_for("console.warehouse",
+                                                                          warehouse_id=warehouse_id)
+    if kind not in PROTECTABLE:
+        await flash(f"Only a {', '.join(PROTECTABLE)} can be protected, not a {kind!r}.", "error")
+        return redirect(back)
+    what = f"{kind.capitalize()} {form.get('label')!r}" if form.get("label") else kind.capitalize()
+    path = protection_api_path(warehouse_id, kind, form.get("id"))
+    return await act(lambda: api().management("POST", path, json={"protected": protected}),
+                     f"{what} is protected." if protected else f"{what} is no longer protected.", back)
 
 
 @blueprint.post("/warehouses/<warehouse_id>/delete")
@@ -462,14 +491,16 @@ async def namespace(warehouse_id: str):
     segment = encode_namespace(parts)
     name = details["name"]
     properties = await api().catalog("GET", name, f"/namespaces/{segment}", returnUuid="true")
-    tables = await api().catalog("GET", name, f"/namespaces/{segment}/tables",
+    tables = await api().catalog("GET", name, f"/namespaces/{segment}/tables", returnProtectionStatus="true",
                                  pageToken=request.args.get("tables_token"), pageSize=page_size())
-    views = await api().catalog("GET", name, f"/namespaces/{segment}/views",
+    views = await api().catalog("GET", name, f"/namespaces/{segment}/views", returnProtectionStatus="true",
                                 pageToken=request.args.get("views_token"), pageSize=page_size())
     children = await child_namespaces(name, parts)
     tree = await namespace_tree(details, parts)
+    protection = await protection_of(warehouse_id, "namespace", properties.get("namespace-uuid"))
     return await render_template("namespace.html", warehouse=details, ns=parts, properties=properties,
-                                 tables=tables, views=views, children=children, tree=tree, current_ns=parts)
+                                 tables=tables, views=views, children=children, tree=tree, current_ns=parts,
+                                 protection=protection)
 
 
 @blueprint.post("/warehouses/<warehouse_id>/namespaces")
@@ -553,8 +584,9 @@ async def table(warehouse_id: str):
                                  f"{encode_namespace([name])}", snapshots="all")
     metadata = loaded.get("metadata", {})
     tree = await namespace_tree(details, parts)
+    protection = await protection_of(warehouse_id, "table", metadata.get("table-uuid"))
     return await render_template("table.html", warehouse=details, ns=parts, name=name, loaded=loaded,
-                                 metadata=metadata, tree=tree, current_ns=parts,
+                                 metadata=metadata, tree=tree, current_ns=parts, protection=protection,
                                  overview=table_overview(metadata, None if request.args.get("all_snapshots") else
                                                          SNAPSHOT_ROWS))
 
@@ -592,9 +624,10 @@ async def view(warehouse_id: str):
     current = _by_id(versions, "version-id", metadata.get("current-version-id")) or (versions[0] if versions else {})
     schema = _by_id(metadata.get("schemas", []), "schema-id", current.get("schema-id")) or {}
     tree = await namespace_tree(details, parts)
+    protection = await protection_of(warehouse_id, "view", metadata.get("view-uuid"))
     return await render_template("view.html", warehouse=details, ns=parts, name=name, loaded=loaded,
                                  metadata=metadata, versions=versions, current=current, schema=schema, tree=tree,
-                                 current_ns=parts)
+                                 current_ns=parts, protection=protection)
 
 
 # ---------------------------------------------------------------- tasks

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 
+import httpx
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
@@ -103,6 +104,38 @@ def test_warehouse_table_snapshots_drop_and_undrop(server, page, screenshot, tmp
                        ("identities", "/ui/identities")]:
         page.goto(server.url + path)
         screenshot(page, name)
+
+
+def test_a_protected_table_cannot_be_dropped_until_it_is_unprotected(server, page, tmp_path):
+    warehouse_id = httpx.post(server.url + "/management/v1/warehouse", json={
+        "warehouse-name": "guarded", "storage-profile": {"type": "file", "root": str(tmp_path / "guarded")},
+    }).json()["warehouse-id"]
+    catalog = RestCatalog("guarded", uri=server.catalog_url, warehouse="guarded")
+    catalog.create_namespace("ops")
+    catalog.create_table("ops.ledger", schema=pa.schema([("id", pa.int64())]))
+
+    page.goto(f"{server.url}/ui/warehouses/{warehouse_id}/table?ns=ops&name=ledger")
+    assert page.locator("#protection").inner_text() == "not protected"
+    page.click("#toggle-protection")
+    assert "Table 'ops.ledger' is protected." in page.locator(".flash.success").inner_text()
+    assert page.locator("#protection").inner_text().startswith("protected")
+    assert page.locator("h1 .badge.protected").count() == 1
+
+    # the drop is refused with the API's ErrorModel message; the table stays
+    page.click("#drop-table")
+    error = page.locator(".flash.error").inner_text()
+    assert "is protected and cannot be dropped" in error and "TableProtected" in error and "HTTP 409" in error
+    assert catalog.table_exists("ops.ledger")
+    page.click(".crumbs >> text=ops")  # the namespace lists it as protected
+    assert page.locator("#tables .badge.protected").count() == 1
+    page.click("#tables >> text=ledger")
+
+    page.click("#toggle-protection")
+    assert "Table 'ops.ledger' is no longer protected." in page.locator(".flash.success").inner_text()
+    assert page.locator("#protection").inner_text() == "not protected"
+    page.click("#drop-table")
+    assert "Table 'ledger' dropped." in page.locator(".flash.success").inner_text()
+    assert not catalog.table_exists("ops.ledger")
 
 
 def test_login_and_logout_against_the_oidc_issuer(page, screenshot):

@@ -162,6 +162,55 @@ def test_view_page_shows_the_sql_of_each_dialect_and_every_version(demo, console
     assert versions.count("<tr><td>") == 2
 
 
+def test_protected_views_and_namespaces_refuse_to_go_until_unprotected(demo, console):
+    warehouse_id, rest = demo
+    rest.post("/namespaces", json={"namespace": ["vault"]}).raise_for_status()
+    version = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1_700_000_000_000, "summary": {},
+               "default-namespace": ["vault"],
+               "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]}
+    rest.post("/namespaces/vault/views", json={"name": "kept", "schema": SCHEMA, "view-version": version,
+                                                "properties": {}}).raise_for_status()
+
+    def toggle(page: httpx.Response) -> httpx.Response:
+        form = page.text.split('action="/ui/warehouses/' + warehouse_id + '/protection"')[1].split("</form>")[0]
+        fields = {k: html.unescape(v) for k, v in re.findall(r'name="([^"]+)" value="([^"]*)"', form)}
+        return console.post(f"/ui/warehouses/{warehouse_id}/protection", data=fields, follow_redirects=True)
+
+    def drop_view(page: httpx.Response) -> httpx.Response:
+        return console.post(f"/ui/warehouses/{warehouse_id}/tabular/drop", follow_redirects=True, data={
+            "ns": "vault", "name": "kept", "kind": "view", "csrf_token": csrf_of(page)})
+
+    def delete_namespace(page: httpx.Response) -> httpx.Response:
+        return console.post(f"/ui/warehouses/{warehouse_id}/namespace/delete", follow_redirects=True,
+                            data={"ns": "vault", "csrf_token": csrf_of(page)})
+
+    view_url = f"/ui/warehouses/{warehouse_id}/view?ns=vault&name=kept"
+    page = console.get(view_url)
+    assert '<dd id="protection">not protected</dd>' in page.text
+    page = toggle(page)
+    assert "View &#39;vault.kept&#39; is protected." in page.text and str(page.url).endswith(view_url)
+    assert '<dd id="protection">protected' in page.text
+    refused = drop_view(page)
+    assert "is protected and cannot be dropped" in refused.text and "ViewProtected, HTTP 409" in refused.text
+    assert rest.head("/namespaces/vault/views/kept").status_code == 204
+
+    namespace_url = f"/ui/warehouses/{warehouse_id}/namespace?ns=vault"
+    page = console.get(namespace_url)
+    assert '<span class="badge protected">protected</span></td>' in page.text.split('id="views"')[1]
+    page = toggle(page)
+    assert "Namespace &#39;vault&#39; is protected." in page.text and str(page.url).endswith(namespace_url)
+    refused = delete_namespace(page)
+    assert "NamespaceProtected, HTTP 409" in refused.text
+    assert rest.head("/namespaces/vault").status_code == 204
+
+    assert "is no longer protected" in toggle(console.get(view_url)).text
+    assert "View &#39;kept&#39; dropped." in drop_view(console.get(view_url)).text
+    page = toggle(console.get(namespace_url))
+    assert "Namespace &#39;vault&#39; is no longer protected." in page.text
+    assert "Namespace &#39;vault&#39; deleted." in delete_namespace(page).text
+    assert rest.head("/namespaces/vault").status_code == 404
+
+
 def test_tasks_page_lists_the_expiration_of_a_soft_dropped_table_and_cancels_it(demo, server, console):
     warehouse_id, rest = demo
     rest.post("/namespaces", json={"namespace": ["scratch"]}).raise_for_status()
