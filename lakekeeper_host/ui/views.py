@@ -368,6 +368,12 @@ async def create_warehouse():
 @blueprint.get("/warehouses/<warehouse_id>")
 async def warehouse(warehouse_id: str):
     details = await warehouse_of(warehouse_id)
+    if details.get("status") != "active":
+        # the API serves no namespaces, tables or soft-deleted items of an inactive warehouse: the
+        # page keeps its details and the switch to activate it again
+        return await render_template("warehouse.html", warehouse=details, deleted=None, children=None, snippets=None,
+                                     tree=[{"parts": [], "name": details["name"], "children": [], "more": False}],
+                                     current_ns=[])
     deleted = await api().management("GET", f"/warehouse/{warehouse_id}/deleted-tabulars",
                                      pageToken=request.args.get("deleted_token"), pageSize=page_size())
     children = await child_namespaces(details["name"], [])
