@@ -96,6 +96,9 @@ def test_warehouse_table_snapshots_drop_and_undrop(server, page, screenshot, tmp
     page.goto(warehouse_url)
     pyiceberg = page.locator("#snippet-pyiceberg").inner_text()
     assert f'uri="{server.catalog_url}"' in pyiceberg and 'warehouse="ui_wh"' in pyiceberg
+    page.click("button[data-tab='2']")
+    spark = page.locator("#snippet-spark").inner_text()
+    assert server.catalog_url in spark and "ui_wh" in spark
     page.click("button[data-tab='3']")
     assert "ATTACH 'ui_wh'" in page.locator("#snippet-duckdb").inner_text()
     screenshot(page, "warehouse")

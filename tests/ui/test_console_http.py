@@ -326,3 +326,44 @@ def test_a_refused_s3_warehouse_form_comes_back_without_its_secret(console):
     assert answer.status_code == 400 and 'class="flash error"' in answer.text  # the API's validation failure
     assert 'value="visible-key-id"' in answer.text and 'value="unreachable"' in answer.text
     assert "never-shown-secret" not in answer.text
+
+
+def test_the_ui_settings_shape_sign_in_snippets_and_sign_out():
+    """``UI__OPENID_CLIENT_ID``, ``_SCOPE``, ``_RESOURCE``, ``_REDIRECT_PATH``, ``UI__LAKEKEEPER_URL`` and
+    ``UI__OPENID_POST_LOGOUT_REDIRECT_DISABLED``, as a user behind a proxy at catalog.example meets them."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from lakekeeper_testing.oidc import OidcIssuer
+
+    public = "http://catalog.example:8080"  # an https URL makes the cookie Secure: this client would not send it
+    with OidcIssuer(audience="lakekeeper") as idp:
+        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
+               "LAKEKEEPER__UI__OPENID_CLIENT_ID": "console-app", "LAKEKEEPER__UI__OPENID_SCOPE": "openid lakekeeper",
+               "LAKEKEEPER__UI__OPENID_RESOURCE": "api://lakekeeper",
+               "LAKEKEEPER__UI__OPENID_REDIRECT_PATH": "/signed-in", "LAKEKEEPER__UI__LAKEKEEPER_URL": public,
+               "LAKEKEEPER__UI__OPENID_POST_LOGOUT_REDIRECT_DISABLED": "true"}
+        with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+            to_idp = console.get("/ui/login", params={"next": "/ui/warehouses"})
+            query = parse_qs(urlsplit(to_idp.headers["location"]).query)
+            assert query["client_id"] == ["console-app"] and query["scope"] == ["openid lakekeeper"]
+            assert query["resource"] == ["api://lakekeeper"]
+            assert query["redirect_uri"] == [f"{public}/ui/signed-in"]
+
+            form_page = httpx.get(to_idp.headers["location"])
+            fields = {k: html.unescape(v) for k, v in
+                      re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"', form_page.text)}
+            back = httpx.post(idp.authorization_endpoint, data={**fields, "username": "peter"})
+            callback = urlsplit(back.headers["location"])  # the proxy would forward it to this server
+            assert f"{callback.scheme}://{callback.netloc}" == public and callback.path == "/ui/signed-in"
+            signed_in = console.get(f"{callback.path}?{callback.query}")
+            assert signed_in.status_code == 302 and signed_in.headers["location"].endswith("/ui/warehouses")
+
+            warehouse_id = re.search(r'/ui/warehouses/([0-9a-f-]{36})"', console.get("/ui/warehouses").text).group(1)
+            panel = html.unescape(console.get(f"/ui/warehouses/{warehouse_id}").text.split('id="connect"')[1])
+            assert f'uri="{public}/catalog"' in panel  # the snippets name the public URL
+
+            page = console.get("/ui/")
+            signed_out = console.post("/ui/logout", data={"csrf_token": csrf_of(page)})
+            assert signed_out.headers["location"] == "/ui/logout"  # not the provider's end-session endpoint
+            assert not idp.logouts
+            assert console.get("/ui/warehouses").status_code == 401
