@@ -483,7 +483,7 @@ async def namespace_tree(details: dict[str, Any], current: list[str]) -> list[di
 
 async def child_namespaces(warehouse_name: str, parent: list[str]) -> dict[str, Any]:
     """One page of the namespaces directly below ``parent`` (the tree shows a bounded level only)."""
-    return await api().catalog("GET", warehouse_name, "/namespaces",
+    return await api().catalog("GET", warehouse_name, "/namespaces", returnProtectionStatus="true",
                                parent=encode_namespace(parent) if parent else None,
                                pageToken=request.args.get("ns_token"), pageSize=page_size())
 

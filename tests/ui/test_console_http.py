@@ -199,6 +199,8 @@ def test_protected_views_and_namespaces_refuse_to_go_until_unprotected(demo, con
     assert '<span class="badge protected">protected</span></td>' in page.text.split('id="views"')[1]
     page = toggle(page)
     assert "Namespace &#39;vault&#39; is protected." in page.text and str(page.url).endswith(namespace_url)
+    listing = console.get(f"/ui/warehouses/{warehouse_id}").text.split('id="namespaces"')[1].split("</table>")[0]
+    assert re.search(r'>vault</a>\s*<span class="badge protected">', listing)  # the parent's list marks it
     refused = delete_namespace(page)
     assert "NamespaceProtected, HTTP 409" in refused.text
     assert rest.head("/namespaces/vault").status_code == 204
