@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
+from lakekeeper_host.duckdb_util import connect_duckdb
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer
 
@@ -100,7 +101,16 @@ def test_warehouse_table_snapshots_drop_and_undrop(server, page, screenshot, tmp
     spark = page.locator("#snippet-spark").inner_text()
     assert server.catalog_url in spark and "ui_wh" in spark
     page.click("button[data-tab='3']")
-    assert "ATTACH 'ui_wh'" in page.locator("#snippet-duckdb").inner_text()
+    duckdb_sql = page.locator("#snippet-duckdb").inner_text()
+    assert "ATTACH 'ui_wh'" in duckdb_sql
+    # paste-ready: the snippets run as copied and read the table
+    pasted: dict = {}
+    exec(pyiceberg, pasted)  # noqa: S102 - the console's own snippet, the point of the test
+    assert pasted["catalog"].load_table("sales.orders").scan().to_arrow().num_rows == 3
+    con = connect_duckdb()  # DuckDB with its iceberg extension from the PyPI wheels (offline)
+    con.execute(duckdb_sql)
+    assert con.sql("SELECT count(*) FROM lakekeeper.sales.orders").fetchone()[0] == 3
+    con.close()
     screenshot(page, "warehouse")
 
     for name, path in [("warehouses", "/ui/warehouses"), ("projects", "/ui/projects"),
