@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 from quart import (
@@ -405,7 +405,7 @@ def protection_api_path(warehouse_id: str, kind: str, object_id: str | None) -> 
     """The protection endpoint of a warehouse, or of a namespace, table or view in it (``/management/v1``)."""
     if kind == "warehouse":
         return f"/warehouse/{warehouse_id}/protection"
-    return f"/warehouse/{warehouse_id}/{kind}/{object_id}/protection"
+    return f"/warehouse/{warehouse_id}/{kind}/{quote(object_id or '', safe='')}/protection"
 
 
 async def protection_of(warehouse_id: str, kind: str, object_id: str | None) -> dict[str, Any]:
