@@ -682,6 +682,39 @@ async def create_role():
                      f"Role {body['name']!r} created.", url_for("console.identities"))
 
 
+@blueprint.get("/roles/<role_id>")
+async def role(role_id: str):
+    """One role: rename or describe it, its direct members (users and roles) page by page, add and remove."""
+    details = await api().management("GET", f"/role/{quote(role_id, safe='')}")
+    members = await api().management("GET", f"/role/{quote(role_id, safe='')}/members",
+                                     pageToken=request.args.get("members_token"), pageSize=page_size())
+    return await render_template("role.html", role=details, members=members)
+
+
+@blueprint.post("/roles/<role_id>")
+async def update_role(role_id: str):
+    form = await request.form
+    body = {"name": form.get("name", ""), "description": form.get("description") or None}
+    return await act(lambda: api().management("POST", f"/role/{quote(role_id, safe='')}", json=body),
+                     f"Role {body['name']!r} saved.", url_for("console.role", role_id=role_id))
+
+
+@blueprint.post("/roles/<role_id>/members")
+async def change_role_member(role_id: str):
+    """Add (``op=add``) or remove (``op=remove``) one user or role of this role."""
+    form = await request.form
+    member_type = "role" if form.get("member-type") == "role" else "user"
+    member_id = (form.get("member-id") or "").strip()
+    path = f"/role/{quote(role_id, safe='')}/members"
+    if form.get("op") == "remove":
+        return await act(
+            lambda: api().management("DELETE", f"{path}/{member_type}/{quote(member_id, safe='')}"),
+            f"Removed {member_type} {member_id}.", url_for("console.role", role_id=role_id))
+    return await act(
+        lambda: api().management("POST", path, json={"members": [{"type": member_type, "id": member_id}]}),
+        f"Added {member_type} {member_id}.", url_for("console.role", role_id=role_id))
+
+
 @blueprint.post("/roles/<role_id>/delete")
 async def delete_role(role_id: str):
     return await act(lambda: api().management("DELETE", f"/role/{role_id}"), "Role deleted.",

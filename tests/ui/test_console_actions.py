@@ -129,20 +129,43 @@ def test_a_warehouse_is_renamed_deactivated_protected_and_deleted(console, api, 
     assert api.get(f"/warehouse/{warehouse_id}").status_code == 404
 
 
-def test_users_and_roles_are_listed_created_and_deleted(console, api):
+def test_users_and_roles_are_listed_created_edited_and_deleted(console, api):
     api.post("/user", json={"id": "oidc~carol", "name": "Carol", "user-type": "human"}).raise_for_status()
     page = console.get("/ui/identities")
     assert "<td>Carol</td>" in page.text
 
     page = submit(console, page, "/ui/roles", {"name": "analysts", "description": "reads sales"})
     assert flash(page, "success") == "Role 'analysts' created."
-    assert "<td>analysts</td><td>reads sales</td>" in page.text
+    role_id = next(r["id"] for r in api.get("/role").json()["roles"] if r["name"] == "analysts")
+    assert f'/ui/roles/{role_id}">analysts</a></td><td>reads sales</td>' in page.text
     page = submit(console, page, "/ui/roles", {"name": "analysts"})
     assert "HTTP 409" in flash(page, "error")  # the API's conflict, shown as is
+    submit(console, page, "/ui/roles", {"name": "auditors"})
+    auditors = next(r["id"] for r in api.get("/role").json()["roles"] if r["name"] == "auditors")
 
-    role_id = next(r["id"] for r in api.get("/role").json()["roles"] if r["name"] == "analysts")
-    page = submit(console, page, f"/ui/roles/{role_id}/delete")
-    assert flash(page, "success") == "Role deleted." and "<td>analysts</td>" not in page.text
+    # the role's page: edit it, add a user and a role as members, remove one
+    role_url = f"/ui/roles/{role_id}"
+    page = submit(console, console.get(role_url), role_url, {"name": "analysts", "description": "reads all"})
+    assert flash(page, "success") == "Role 'analysts' saved."
+    assert api.get(f"/role/{role_id}").json()["description"] == "reads all"
+    page = submit(console, page, f"{role_url}/members", {"member-type": "user", "member-id": "oidc~carol"},
+                  where={"op": "add"})
+    assert flash(page, "success") == "Added user oidc~carol."
+    page = submit(console, page, f"{role_url}/members", {"member-type": "role", "member-id": auditors},
+                  where={"op": "add"})
+    assert flash(page, "success") == f"Added role {auditors}."
+    page = submit(console, page, f"{role_url}/members", {"member-type": "user", "member-id": "oidc~nobody"},
+                  where={"op": "add"})
+    assert "oidc~nobody" in flash(page, "error") and "HTTP 404" in flash(page, "error")
+    members = page.text.split('id="members"')[1].split("</table>")[0]
+    assert "<td>Carol</td>" in members and f'/ui/roles/{auditors}">auditors</a>' in members
+    page = submit(console, page, f"{role_url}/members", where={"op": "remove", "member-id": "oidc~carol"})
+    assert flash(page, "success") == "Removed user oidc~carol."
+    listed = api.get(f"/role/{role_id}/members").json()["members"]
+    assert [(m["type"], m["id"]) for m in listed] == [("role", auditors)]
+
+    page = submit(console, console.get("/ui/identities"), f"/ui/roles/{role_id}/delete")
+    assert flash(page, "success") == "Role deleted." and ">analysts</a>" not in page.text
     page = submit(console, page, "/ui/users/oidc~carol/delete")
     assert flash(page, "success") == "User deleted." and "<td>Carol</td>" not in page.text
     assert api.get("/user/oidc~carol").status_code == 404
