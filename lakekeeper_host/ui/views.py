@@ -651,7 +651,39 @@ async def tasks(warehouse_id: str):
     if request.args.get("status"):
         body["status"] = [request.args["status"]]
     listing = await api().management("POST", f"/warehouse/{warehouse_id}/task/list", json=body)
-    return await render_template("tasks.html", warehouse=details, listing=listing, queues=info.get("queues", []))
+    queue_config, queue_config_error = None, None
+    if request.args.get("queue"):  # the chosen queue's configuration for this warehouse
+        queue_config, queue_config_error = await _or_error(
+            api().management("GET", queue_config_path(warehouse_id, request.args["queue"])))
+    return await render_template("tasks.html", warehouse=details, listing=listing, queues=info.get("queues", []),
+                                 queue_config=queue_config, queue_config_error=queue_config_error)
+
+
+def queue_config_path(warehouse_id: str, queue: str) -> str:
+    return f"/warehouse/{warehouse_id}/task-queue/{quote(queue, safe='')}/config"
+
+
+@blueprint.post("/warehouses/<warehouse_id>/tasks/queue-config")
+async def set_queue_config(warehouse_id: str):
+    """Replace a queue's configuration for this warehouse (JSON as the queue's plugin defines it)."""
+    form = await request.form
+    queue = form.get("queue", "")
+
+    async def save():
+        try:
+            config = json.loads(form.get("queue-config") or "{}")
+        except ValueError as error:
+            raise FormInputError(f"The queue configuration is not valid JSON: {error}") from None
+        body: dict[str, Any] = {"queue-config": config}
+        if form.get("max-seconds-since-last-heartbeat"):
+            try:
+                body["max-seconds-since-last-heartbeat"] = int(form["max-seconds-since-last-heartbeat"])
+            except ValueError:
+                raise FormInputError("The heartbeat timeout must be a whole number of seconds") from None
+        await api().management("POST", queue_config_path(warehouse_id, queue), json=body)
+
+    return await act(save, f"Configuration of queue {queue!r} saved.",
+                     url_for("console.tasks", warehouse_id=warehouse_id, queue=queue))
 
 
 @blueprint.post("/warehouses/<warehouse_id>/tasks/control")

@@ -192,6 +192,30 @@ def test_run_now_expires_a_soft_dropped_table_at_once(server, console, api, tmp_
     assert "SUCCESS" in console.get(f"/ui/warehouses/{warehouse_id}/tasks").text
 
 
+def test_a_queue_configuration_is_shown_and_changed_on_the_tasks_page(console, api, tmp_path):
+    warehouse_id = file_warehouse(api, "queued", str(tmp_path / "queued"))
+    tasks_url = f"/ui/warehouses/{warehouse_id}/tasks"
+    assert 'id="queue-config"' not in console.get(tasks_url).text  # shown for a chosen queue only
+    page = console.get(tasks_url, params={"queue": "tabular_purge"})
+    config_form = page.text.split('id="queue-config"')[1].split("</section>")[0]
+    assert 'name="max-seconds-since-last-heartbeat" value=""' in config_form
+
+    action = f"/ui/warehouses/{warehouse_id}/tasks/queue-config"
+    page = submit(console, page, action, {"queue-config": "{}", "max-seconds-since-last-heartbeat": "120"})
+    assert flash(page, "success") == "Configuration of queue 'tabular_purge' saved."
+    assert 'name="max-seconds-since-last-heartbeat" value="120"' in page.text
+    stored = api.get(f"/warehouse/{warehouse_id}/task-queue/tabular_purge/config").json()
+    assert stored["max-seconds-since-last-heartbeat"] == 120
+
+    page = submit(console, page, action, {"queue-config": "{not json"})
+    assert flash(page, "error").startswith("The queue configuration is not valid JSON")
+    page = submit(console, page, action, {"queue-config": "{}", "max-seconds-since-last-heartbeat": "0"})
+    assert "max-seconds-since-last-heartbeat" in flash(page, "error") and "HTTP 400" in flash(page, "error")
+    # a project-level queue has no warehouse configuration: the API says so in the card
+    page = console.get(tasks_url, params={"queue": "task_log_cleanup"})
+    assert "QueueNotFound" in page.text.split('id="queue-config"')[1].split("</section>")[0]
+
+
 def test_the_table_page_shows_partitioning_sort_order_and_properties(server, console, api, tmp_path):
     warehouse_id = file_warehouse(api, "laid_out", str(tmp_path / "laid_out"))
     with catalog_client(server, "laid_out") as rest:
