@@ -42,6 +42,19 @@ def csrf_of(page: httpx.Response) -> str:
     return re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
 
 
+def sign_in(console: httpx.Client, idp, user: str, next_path: str = "/ui/warehouses") -> tuple[str, str]:
+    """Sign in through the issuer's form as a browser would; (the authorization URL the console sent
+    the browser to, the console callback URL the issuer sent it back to)."""
+    to_idp = console.get("/ui/login", params={"next": next_path})
+    assert to_idp.status_code == 302
+    form_page = httpx.get(to_idp.headers["location"])
+    fields = {k: html.unescape(v)
+              for k, v in re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"', form_page.text)}
+    back = httpx.post(idp.authorization_endpoint, data={**fields, "username": user})
+    assert back.status_code == 302
+    return to_idp.headers["location"], back.headers["location"]
+
+
 def test_a_big_namespace_is_walked_page_by_page_with_the_api_page_tokens(demo, console):
     warehouse_id, rest = demo
     rest.post("/namespaces", json={"namespace": ["big"]}).raise_for_status()
@@ -295,14 +308,8 @@ def test_a_token_the_api_refuses_is_explained_not_retried_in_a_loop():
     with OidcIssuer(audience="lakekeeper") as idp:
         env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "elsewhere"}
         with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
-            to_idp = console.get("/ui/login", params={"next": "/ui/warehouses"})
-            assert to_idp.status_code == 302
-            form_page = httpx.get(to_idp.headers["location"])
-            fields = dict(re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"', form_page.text))
-            fields = {k: html.unescape(v) for k, v in fields.items()}
-            back = httpx.post(idp.authorization_endpoint, data={**fields, "username": "peter"})
-            assert back.status_code == 302
-            callback = console.get(back.headers["location"])
+            _, back_to_console = sign_in(console, idp, "peter")
+            callback = console.get(back_to_console)
             assert callback.status_code == 302 and callback.headers["location"].endswith("/ui/warehouses")
             refused = console.get("/ui/warehouses")
             assert refused.status_code == 401
@@ -345,17 +352,12 @@ def test_the_ui_settings_shape_sign_in_snippets_and_sign_out():
                "LAKEKEEPER__UI__OPENID_REDIRECT_PATH": "/signed-in", "LAKEKEEPER__UI__LAKEKEEPER_URL": public,
                "LAKEKEEPER__UI__OPENID_POST_LOGOUT_REDIRECT_DISABLED": "true"}
         with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
-            to_idp = console.get("/ui/login", params={"next": "/ui/warehouses"})
-            query = parse_qs(urlsplit(to_idp.headers["location"]).query)
+            to_idp, back_to_console = sign_in(console, idp, "peter")
+            query = parse_qs(urlsplit(to_idp).query)
             assert query["client_id"] == ["console-app"] and query["scope"] == ["openid lakekeeper"]
             assert query["resource"] == ["api://lakekeeper"]
             assert query["redirect_uri"] == [f"{public}/ui/signed-in"]
-
-            form_page = httpx.get(to_idp.headers["location"])
-            fields = {k: html.unescape(v) for k, v in
-                      re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"', form_page.text)}
-            back = httpx.post(idp.authorization_endpoint, data={**fields, "username": "peter"})
-            callback = urlsplit(back.headers["location"])  # the proxy would forward it to this server
+            callback = urlsplit(back_to_console)  # the proxy would forward it to this server
             assert f"{callback.scheme}://{callback.netloc}" == public and callback.path == "/ui/signed-in"
             signed_in = console.get(f"{callback.path}?{callback.query}")
             assert signed_in.status_code == 302 and signed_in.headers["location"].endswith("/ui/warehouses")
@@ -369,3 +371,23 @@ def test_the_ui_settings_shape_sign_in_snippets_and_sign_out():
             assert signed_out.headers["location"] == "/ui/logout"  # not the provider's end-session endpoint
             assert not idp.logouts
             assert console.get("/ui/warehouses").status_code == 401
+
+
+def test_ui_openid_token_type_id_token_sends_the_id_token_to_the_api():
+    """The issuer's access tokens are for audience ``lakekeeper``, its id tokens for the client id;
+    a server that accepts only the client id works with ``UI__OPENID_TOKEN_TYPE=id_token``."""
+    from lakekeeper_testing.oidc import OidcIssuer
+
+    with OidcIssuer(audience="lakekeeper") as idp:
+        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "console-app",
+               "LAKEKEEPER__UI__OPENID_CLIENT_ID": "console-app"}
+        with CatalogServer({**env, "LAKEKEEPER__UI__OPENID_TOKEN_TYPE": "id_token"}) as srv, \
+                httpx.Client(base_url=srv.url, timeout=30) as console:
+            _, back_to_console = sign_in(console, idp, "peter")
+            console.get(back_to_console)
+            assert console.get("/ui/warehouses").status_code == 200
+        with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+            _, back_to_console = sign_in(console, idp, "peter")
+            console.get(back_to_console)
+            refused = console.get("/ui/warehouses")  # the access token (the default) has the wrong audience
+            assert refused.status_code == 401 and "audience" in refused.text.lower()
