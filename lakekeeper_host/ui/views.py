@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 from quart import (
@@ -368,6 +368,12 @@ async def create_warehouse():
 @blueprint.get("/warehouses/<warehouse_id>")
 async def warehouse(warehouse_id: str):
     details = await warehouse_of(warehouse_id)
+    if details.get("status") != "active":
+        # the API serves no namespaces, tables or soft-deleted items of an inactive warehouse: the
+        # page keeps its details and the switch to activate it again
+        return await render_template("warehouse.html", warehouse=details, deleted=None, children=None, snippets=None,
+                                     tree=[{"parts": [], "name": details["name"], "children": [], "more": False}],
+                                     current_ns=[])
     deleted = await api().management("GET", f"/warehouse/{warehouse_id}/deleted-tabulars",
                                      pageToken=request.args.get("deleted_token"), pageSize=page_size())
     children = await child_namespaces(details["name"], [])
@@ -392,13 +398,42 @@ async def warehouse_status(warehouse_id: str):
                      f"Warehouse {action}d.", url_for("console.warehouse", warehouse_id=warehouse_id))
 
 
+PROTECTABLE = ("warehouse", "namespace", "table", "view")
+
+
+def protection_api_path(warehouse_id: str, kind: str, object_id: str | None) -> str:
+    """The protection endpoint of a warehouse, or of a namespace, table or view in it (``/management/v1``)."""
+    if kind == "warehouse":
+        return f"/warehouse/{warehouse_id}/protection"
+    return f"/warehouse/{warehouse_id}/{kind}/{quote(object_id or '', safe='')}/protection"
+
+
+async def protection_of(warehouse_id: str, kind: str, object_id: str | None) -> dict[str, Any]:
+    """``{"protected": bool | None, "error": str | None}``: the state the page shows next to its toggle
+    (None with the API's message when it cannot be read, e.g. no uuid or not allowed)."""
+    if not object_id:
+        return {"protected": None, "error": f"The {kind} has no id to look its protection up by."}
+    try:
+        answer = await api().management("GET", protection_api_path(warehouse_id, kind, object_id))
+    except ApiError as error:
+        return {"protected": None, "error": str(error)}
+    return {"protected": bool(answer.get("protected")), "error": None}
+
+
 @blueprint.post("/warehouses/<warehouse_id>/protection")
-async def warehouse_protection(warehouse_id: str):
-    protected = (await request.form).get("protected") == "true"
-    return await act(
-        lambda: api().management("POST", f"/warehouse/{warehouse_id}/protection", json={"protected": protected}),
-        "Warehouse is protected." if protected else "Warehouse protection removed.",
-        url_for("console.warehouse", warehouse_id=warehouse_id))
+async def set_protection(warehouse_id: str):
+    """Protect or unprotect the warehouse (``kind=warehouse``) or a namespace, table or view of it."""
+    form = await request.form
+    kind, protected = form.get("kind") or "warehouse", form.get("protected") == "true"
+    back = safe_next(form.get("next")) if form.get("next") else url_for("console.warehouse",
+                                                                          warehouse_id=warehouse_id)
+    if kind not in PROTECTABLE:
+        await flash(f"Only a {', '.join(PROTECTABLE)} can be protected, not a {kind!r}.", "error")
+        return redirect(back)
+    what = f"{kind.capitalize()} {form.get('label')!r}" if form.get("label") else kind.capitalize()
+    path = protection_api_path(warehouse_id, kind, form.get("id"))
+    return await act(lambda: api().management("POST", path, json={"protected": protected}),
+                     f"{what} is protected." if protected else f"{what} is no longer protected.", back)
 
 
 @blueprint.post("/warehouses/<warehouse_id>/delete")
@@ -448,7 +483,7 @@ async def namespace_tree(details: dict[str, Any], current: list[str]) -> list[di
 
 async def child_namespaces(warehouse_name: str, parent: list[str]) -> dict[str, Any]:
     """One page of the namespaces directly below ``parent`` (the tree shows a bounded level only)."""
-    return await api().catalog("GET", warehouse_name, "/namespaces",
+    return await api().catalog("GET", warehouse_name, "/namespaces", returnProtectionStatus="true",
                                parent=encode_namespace(parent) if parent else None,
                                pageToken=request.args.get("ns_token"), pageSize=page_size())
 
@@ -462,14 +497,16 @@ async def namespace(warehouse_id: str):
     segment = encode_namespace(parts)
     name = details["name"]
     properties = await api().catalog("GET", name, f"/namespaces/{segment}", returnUuid="true")
-    tables = await api().catalog("GET", name, f"/namespaces/{segment}/tables",
+    tables = await api().catalog("GET", name, f"/namespaces/{segment}/tables", returnProtectionStatus="true",
                                  pageToken=request.args.get("tables_token"), pageSize=page_size())
-    views = await api().catalog("GET", name, f"/namespaces/{segment}/views",
+    views = await api().catalog("GET", name, f"/namespaces/{segment}/views", returnProtectionStatus="true",
                                 pageToken=request.args.get("views_token"), pageSize=page_size())
     children = await child_namespaces(name, parts)
     tree = await namespace_tree(details, parts)
+    protection = await protection_of(warehouse_id, "namespace", properties.get("namespace-uuid"))
     return await render_template("namespace.html", warehouse=details, ns=parts, properties=properties,
-                                 tables=tables, views=views, children=children, tree=tree, current_ns=parts)
+                                 tables=tables, views=views, children=children, tree=tree, current_ns=parts,
+                                 protection=protection)
 
 
 @blueprint.post("/warehouses/<warehouse_id>/namespaces")
@@ -553,8 +590,9 @@ async def table(warehouse_id: str):
                                  f"{encode_namespace([name])}", snapshots="all")
     metadata = loaded.get("metadata", {})
     tree = await namespace_tree(details, parts)
+    protection = await protection_of(warehouse_id, "table", metadata.get("table-uuid"))
     return await render_template("table.html", warehouse=details, ns=parts, name=name, loaded=loaded,
-                                 metadata=metadata, tree=tree, current_ns=parts,
+                                 metadata=metadata, tree=tree, current_ns=parts, protection=protection,
                                  overview=table_overview(metadata, None if request.args.get("all_snapshots") else
                                                          SNAPSHOT_ROWS))
 
@@ -592,9 +630,10 @@ async def view(warehouse_id: str):
     current = _by_id(versions, "version-id", metadata.get("current-version-id")) or (versions[0] if versions else {})
     schema = _by_id(metadata.get("schemas", []), "schema-id", current.get("schema-id")) or {}
     tree = await namespace_tree(details, parts)
+    protection = await protection_of(warehouse_id, "view", metadata.get("view-uuid"))
     return await render_template("view.html", warehouse=details, ns=parts, name=name, loaded=loaded,
                                  metadata=metadata, versions=versions, current=current, schema=schema, tree=tree,
-                                 current_ns=parts)
+                                 current_ns=parts, protection=protection)
 
 
 # ---------------------------------------------------------------- tasks
@@ -612,7 +651,39 @@ async def tasks(warehouse_id: str):
     if request.args.get("status"):
         body["status"] = [request.args["status"]]
     listing = await api().management("POST", f"/warehouse/{warehouse_id}/task/list", json=body)
-    return await render_template("tasks.html", warehouse=details, listing=listing, queues=info.get("queues", []))
+    queue_config, queue_config_error = None, None
+    if request.args.get("queue"):  # the chosen queue's configuration for this warehouse
+        queue_config, queue_config_error = await _or_error(
+            api().management("GET", queue_config_path(warehouse_id, request.args["queue"])))
+    return await render_template("tasks.html", warehouse=details, listing=listing, queues=info.get("queues", []),
+                                 queue_config=queue_config, queue_config_error=queue_config_error)
+
+
+def queue_config_path(warehouse_id: str, queue: str) -> str:
+    return f"/warehouse/{warehouse_id}/task-queue/{quote(queue, safe='')}/config"
+
+
+@blueprint.post("/warehouses/<warehouse_id>/tasks/queue-config")
+async def set_queue_config(warehouse_id: str):
+    """Replace a queue's configuration for this warehouse (JSON as the queue's plugin defines it)."""
+    form = await request.form
+    queue = form.get("queue", "")
+
+    async def save():
+        try:
+            config = json.loads(form.get("queue-config") or "{}")
+        except ValueError as error:
+            raise FormInputError(f"The queue configuration is not valid JSON: {error}") from None
+        body: dict[str, Any] = {"queue-config": config}
+        if form.get("max-seconds-since-last-heartbeat"):
+            try:
+                body["max-seconds-since-last-heartbeat"] = int(form["max-seconds-since-last-heartbeat"])
+            except ValueError:
+                raise FormInputError("The heartbeat timeout must be a whole number of seconds") from None
+        await api().management("POST", queue_config_path(warehouse_id, queue), json=body)
+
+    return await act(save, f"Configuration of queue {queue!r} saved.",
+                     url_for("console.tasks", warehouse_id=warehouse_id, queue=queue))
 
 
 @blueprint.post("/warehouses/<warehouse_id>/tasks/control")
@@ -641,6 +712,39 @@ async def create_role():
     body = {"name": form.get("name", ""), "description": form.get("description") or None}
     return await act(lambda: api().management("POST", "/role", json=body),
                      f"Role {body['name']!r} created.", url_for("console.identities"))
+
+
+@blueprint.get("/roles/<role_id>")
+async def role(role_id: str):
+    """One role: rename or describe it, its direct members (users and roles) page by page, add and remove."""
+    details = await api().management("GET", f"/role/{quote(role_id, safe='')}")
+    members = await api().management("GET", f"/role/{quote(role_id, safe='')}/members",
+                                     pageToken=request.args.get("members_token"), pageSize=page_size())
+    return await render_template("role.html", role=details, members=members)
+
+
+@blueprint.post("/roles/<role_id>")
+async def update_role(role_id: str):
+    form = await request.form
+    body = {"name": form.get("name", ""), "description": form.get("description") or None}
+    return await act(lambda: api().management("POST", f"/role/{quote(role_id, safe='')}", json=body),
+                     f"Role {body['name']!r} saved.", url_for("console.role", role_id=role_id))
+
+
+@blueprint.post("/roles/<role_id>/members")
+async def change_role_member(role_id: str):
+    """Add (``op=add``) or remove (``op=remove``) one user or role of this role."""
+    form = await request.form
+    member_type = "role" if form.get("member-type") == "role" else "user"
+    member_id = (form.get("member-id") or "").strip()
+    path = f"/role/{quote(role_id, safe='')}/members"
+    if form.get("op") == "remove":
+        return await act(
+            lambda: api().management("DELETE", f"{path}/{member_type}/{quote(member_id, safe='')}"),
+            f"Removed {member_type} {member_id}.", url_for("console.role", role_id=role_id))
+    return await act(
+        lambda: api().management("POST", path, json={"members": [{"type": member_type, "id": member_id}]}),
+        f"Added {member_type} {member_id}.", url_for("console.role", role_id=role_id))
 
 
 @blueprint.post("/roles/<role_id>/delete")

@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 import time
 
+import httpx
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
+from lakekeeper_host.duckdb_util import connect_duckdb
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer
 
@@ -95,14 +97,58 @@ def test_warehouse_table_snapshots_drop_and_undrop(server, page, screenshot, tmp
     page.goto(warehouse_url)
     pyiceberg = page.locator("#snippet-pyiceberg").inner_text()
     assert f'uri="{server.catalog_url}"' in pyiceberg and 'warehouse="ui_wh"' in pyiceberg
+    page.click("button[data-tab='2']")
+    spark = page.locator("#snippet-spark").inner_text()
+    assert server.catalog_url in spark and "ui_wh" in spark
     page.click("button[data-tab='3']")
-    assert "ATTACH 'ui_wh'" in page.locator("#snippet-duckdb").inner_text()
+    duckdb_sql = page.locator("#snippet-duckdb").inner_text()
+    assert "ATTACH 'ui_wh'" in duckdb_sql
+    # paste-ready: the snippets run as copied and read the table
+    pasted: dict = {}
+    exec(pyiceberg, pasted)  # noqa: S102 - the console's own snippet, the point of the test
+    assert pasted["catalog"].load_table("sales.orders").scan().to_arrow().num_rows == 3
+    con = connect_duckdb()  # DuckDB with its iceberg extension from the PyPI wheels (offline)
+    con.execute(duckdb_sql)
+    assert con.sql("SELECT count(*) FROM lakekeeper.sales.orders").fetchone()[0] == 3
+    con.close()
     screenshot(page, "warehouse")
 
     for name, path in [("warehouses", "/ui/warehouses"), ("projects", "/ui/projects"),
                        ("identities", "/ui/identities")]:
         page.goto(server.url + path)
         screenshot(page, name)
+
+
+def test_a_protected_table_cannot_be_dropped_until_it_is_unprotected(server, page, tmp_path):
+    warehouse_id = httpx.post(server.url + "/management/v1/warehouse", json={
+        "warehouse-name": "guarded", "storage-profile": {"type": "file", "root": str(tmp_path / "guarded")},
+    }).json()["warehouse-id"]
+    catalog = RestCatalog("guarded", uri=server.catalog_url, warehouse="guarded")
+    catalog.create_namespace("ops")
+    catalog.create_table("ops.ledger", schema=pa.schema([("id", pa.int64())]))
+
+    page.goto(f"{server.url}/ui/warehouses/{warehouse_id}/table?ns=ops&name=ledger")
+    assert page.locator("#protection").inner_text() == "not protected"
+    page.click("#toggle-protection")
+    assert "Table 'ops.ledger' is protected." in page.locator(".flash.success").inner_text()
+    assert page.locator("#protection").inner_text().startswith("protected")
+    assert page.locator("h1 .badge.protected").count() == 1
+
+    # the drop is refused with the API's ErrorModel message; the table stays
+    page.click("#drop-table")
+    error = page.locator(".flash.error").inner_text()
+    assert "is protected and cannot be dropped" in error and "TableProtected" in error and "HTTP 409" in error
+    assert catalog.table_exists("ops.ledger")
+    page.click(".crumbs >> text=ops")  # the namespace lists it as protected
+    assert page.locator("#tables .badge.protected").count() == 1
+    page.click("#tables >> text=ledger")
+
+    page.click("#toggle-protection")
+    assert "Table 'ops.ledger' is no longer protected." in page.locator(".flash.success").inner_text()
+    assert page.locator("#protection").inner_text() == "not protected"
+    page.click("#drop-table")
+    assert "Table 'ledger' dropped." in page.locator(".flash.success").inner_text()
+    assert not catalog.table_exists("ops.ledger")
 
 
 def test_login_and_logout_against_the_oidc_issuer(page, screenshot):

@@ -42,6 +42,19 @@ def csrf_of(page: httpx.Response) -> str:
     return re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
 
 
+def sign_in(console: httpx.Client, idp, user: str, next_path: str = "/ui/warehouses") -> tuple[str, str]:
+    """Sign in through the issuer's form as a browser would; (the authorization URL the console sent
+    the browser to, the console callback URL the issuer sent it back to)."""
+    to_idp = console.get("/ui/login", params={"next": next_path})
+    assert to_idp.status_code == 302
+    form_page = httpx.get(to_idp.headers["location"])
+    fields = {k: html.unescape(v)
+              for k, v in re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"', form_page.text)}
+    back = httpx.post(idp.authorization_endpoint, data={**fields, "username": user})
+    assert back.status_code == 302
+    return to_idp.headers["location"], back.headers["location"]
+
+
 def test_a_big_namespace_is_walked_page_by_page_with_the_api_page_tokens(demo, console):
     warehouse_id, rest = demo
     rest.post("/namespaces", json={"namespace": ["big"]}).raise_for_status()
@@ -162,6 +175,57 @@ def test_view_page_shows_the_sql_of_each_dialect_and_every_version(demo, console
     assert versions.count("<tr><td>") == 2
 
 
+def test_protected_views_and_namespaces_refuse_to_go_until_unprotected(demo, console):
+    warehouse_id, rest = demo
+    rest.post("/namespaces", json={"namespace": ["vault"]}).raise_for_status()
+    version = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1_700_000_000_000, "summary": {},
+               "default-namespace": ["vault"],
+               "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]}
+    rest.post("/namespaces/vault/views", json={"name": "kept", "schema": SCHEMA, "view-version": version,
+                                                "properties": {}}).raise_for_status()
+
+    def toggle(page: httpx.Response) -> httpx.Response:
+        form = page.text.split('action="/ui/warehouses/' + warehouse_id + '/protection"')[1].split("</form>")[0]
+        fields = {k: html.unescape(v) for k, v in re.findall(r'name="([^"]+)" value="([^"]*)"', form)}
+        return console.post(f"/ui/warehouses/{warehouse_id}/protection", data=fields, follow_redirects=True)
+
+    def drop_view(page: httpx.Response) -> httpx.Response:
+        return console.post(f"/ui/warehouses/{warehouse_id}/tabular/drop", follow_redirects=True, data={
+            "ns": "vault", "name": "kept", "kind": "view", "csrf_token": csrf_of(page)})
+
+    def delete_namespace(page: httpx.Response) -> httpx.Response:
+        return console.post(f"/ui/warehouses/{warehouse_id}/namespace/delete", follow_redirects=True,
+                            data={"ns": "vault", "csrf_token": csrf_of(page)})
+
+    view_url = f"/ui/warehouses/{warehouse_id}/view?ns=vault&name=kept"
+    page = console.get(view_url)
+    assert '<dd id="protection">not protected</dd>' in page.text
+    page = toggle(page)
+    assert "View &#39;vault.kept&#39; is protected." in page.text and str(page.url).endswith(view_url)
+    assert '<dd id="protection">protected' in page.text
+    refused = drop_view(page)
+    assert "is protected and cannot be dropped" in refused.text and "ViewProtected, HTTP 409" in refused.text
+    assert rest.head("/namespaces/vault/views/kept").status_code == 204
+
+    namespace_url = f"/ui/warehouses/{warehouse_id}/namespace?ns=vault"
+    page = console.get(namespace_url)
+    assert '<span class="badge protected">protected</span></td>' in page.text.split('id="views"')[1]
+    page = toggle(page)
+    assert "Namespace &#39;vault&#39; is protected." in page.text and str(page.url).endswith(namespace_url)
+    listing = console.get(f"/ui/warehouses/{warehouse_id}").text.split('id="namespaces"')[1].split("</table>")[0]
+    assert re.search(r'>vault</a>\s*<span class="badge protected">', listing)  # the parent's list marks it
+    refused = delete_namespace(page)
+    assert "NamespaceProtected, HTTP 409" in refused.text
+    assert rest.head("/namespaces/vault").status_code == 204
+
+    assert "is no longer protected" in toggle(console.get(view_url)).text
+    assert "View &#39;kept&#39; dropped." in drop_view(console.get(view_url)).text
+    page = toggle(console.get(namespace_url))
+    assert "Namespace &#39;vault&#39; is no longer protected." in page.text
+    assert "Namespace &#39;vault&#39; deleted." in delete_namespace(page).text
+    assert rest.head("/namespaces/vault").status_code == 404
+
+
 def test_tasks_page_lists_the_expiration_of_a_soft_dropped_table_and_cancels_it(demo, server, console):
     warehouse_id, rest = demo
     rest.post("/namespaces", json={"namespace": ["scratch"]}).raise_for_status()
@@ -244,14 +308,8 @@ def test_a_token_the_api_refuses_is_explained_not_retried_in_a_loop():
     with OidcIssuer(audience="lakekeeper") as idp:
         env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "elsewhere"}
         with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
-            to_idp = console.get("/ui/login", params={"next": "/ui/warehouses"})
-            assert to_idp.status_code == 302
-            form_page = httpx.get(to_idp.headers["location"])
-            fields = dict(re.findall(r'type="hidden" name="([^"]+)" value="([^"]*)"', form_page.text))
-            fields = {k: html.unescape(v) for k, v in fields.items()}
-            back = httpx.post(idp.authorization_endpoint, data={**fields, "username": "peter"})
-            assert back.status_code == 302
-            callback = console.get(back.headers["location"])
+            _, back_to_console = sign_in(console, idp, "peter")
+            callback = console.get(back_to_console)
             assert callback.status_code == 302 and callback.headers["location"].endswith("/ui/warehouses")
             refused = console.get("/ui/warehouses")
             assert refused.status_code == 401
@@ -277,3 +335,59 @@ def test_a_refused_s3_warehouse_form_comes_back_without_its_secret(console):
     assert answer.status_code == 400 and 'class="flash error"' in answer.text  # the API's validation failure
     assert 'value="visible-key-id"' in answer.text and 'value="unreachable"' in answer.text
     assert "never-shown-secret" not in answer.text
+
+
+def test_the_ui_settings_shape_sign_in_snippets_and_sign_out():
+    """``UI__OPENID_CLIENT_ID``, ``_SCOPE``, ``_RESOURCE``, ``_REDIRECT_PATH``, ``UI__LAKEKEEPER_URL`` and
+    ``UI__OPENID_POST_LOGOUT_REDIRECT_DISABLED``, as a user behind a proxy at catalog.example meets them."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from lakekeeper_testing.oidc import OidcIssuer
+
+    public = "http://catalog.example:8080"  # an https URL makes the cookie Secure: this client would not send it
+    with OidcIssuer(audience="lakekeeper") as idp:
+        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
+               "LAKEKEEPER__UI__OPENID_CLIENT_ID": "console-app", "LAKEKEEPER__UI__OPENID_SCOPE": "openid lakekeeper",
+               "LAKEKEEPER__UI__OPENID_RESOURCE": "api://lakekeeper",
+               "LAKEKEEPER__UI__OPENID_REDIRECT_PATH": "/signed-in", "LAKEKEEPER__UI__LAKEKEEPER_URL": public,
+               "LAKEKEEPER__UI__OPENID_POST_LOGOUT_REDIRECT_DISABLED": "true"}
+        with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+            to_idp, back_to_console = sign_in(console, idp, "peter")
+            query = parse_qs(urlsplit(to_idp).query)
+            assert query["client_id"] == ["console-app"] and query["scope"] == ["openid lakekeeper"]
+            assert query["resource"] == ["api://lakekeeper"]
+            assert query["redirect_uri"] == [f"{public}/ui/signed-in"]
+            callback = urlsplit(back_to_console)  # the proxy would forward it to this server
+            assert f"{callback.scheme}://{callback.netloc}" == public and callback.path == "/ui/signed-in"
+            signed_in = console.get(f"{callback.path}?{callback.query}")
+            assert signed_in.status_code == 302 and signed_in.headers["location"].endswith("/ui/warehouses")
+
+            warehouse_id = re.search(r'/ui/warehouses/([0-9a-f-]{36})"', console.get("/ui/warehouses").text).group(1)
+            panel = html.unescape(console.get(f"/ui/warehouses/{warehouse_id}").text.split('id="connect"')[1])
+            assert f'uri="{public}/catalog"' in panel  # the snippets name the public URL
+
+            page = console.get("/ui/")
+            signed_out = console.post("/ui/logout", data={"csrf_token": csrf_of(page)})
+            assert signed_out.headers["location"] == "/ui/logout"  # not the provider's end-session endpoint
+            assert not idp.logouts
+            assert console.get("/ui/warehouses").status_code == 401
+
+
+def test_ui_openid_token_type_id_token_sends_the_id_token_to_the_api():
+    """The issuer's access tokens are for audience ``lakekeeper``, its id tokens for the client id;
+    a server that accepts only the client id works with ``UI__OPENID_TOKEN_TYPE=id_token``."""
+    from lakekeeper_testing.oidc import OidcIssuer
+
+    with OidcIssuer(audience="lakekeeper") as idp:
+        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "console-app",
+               "LAKEKEEPER__UI__OPENID_CLIENT_ID": "console-app"}
+        with CatalogServer({**env, "LAKEKEEPER__UI__OPENID_TOKEN_TYPE": "id_token"}) as srv, \
+                httpx.Client(base_url=srv.url, timeout=30) as console:
+            _, back_to_console = sign_in(console, idp, "peter")
+            console.get(back_to_console)
+            assert console.get("/ui/warehouses").status_code == 200
+        with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+            _, back_to_console = sign_in(console, idp, "peter")
+            console.get(back_to_console)
+            refused = console.get("/ui/warehouses")  # the access token (the default) has the wrong audience
+            assert refused.status_code == 401 and "audience" in refused.text.lower()
