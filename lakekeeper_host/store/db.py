@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
@@ -75,6 +75,17 @@ class Executor:
     @property
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
+
+
+def one_of(db: Executor, column: str, ids: Collection[str], values: dict[str, Any], name: str = "ids") -> str:
+    """The condition "``column`` is one of ``ids``" with the ids as ONE parameter: an array on
+    PostgreSQL (``= ANY``), a JSON array on SQLite (``json_each``). The statement's text does not
+    change with the count (one prepared statement) and no parameter limit applies."""
+    if db.is_postgres:
+        values[name] = list(ids)
+        return f"{column} = ANY(:{name})"
+    values[name] = dumps(list(ids))
+    return f"{column} IN (SELECT value FROM json_each(:{name}))"
 
 
 def _row(record: Any) -> Row | None:

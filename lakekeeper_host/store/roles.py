@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from attrs import frozen
 
-from lakekeeper_host.store.db import Executor, now_ms
+from lakekeeper_host.store.db import Executor, now_ms, one_of
 
 
 @frozen
@@ -124,9 +124,14 @@ async def list_roles(
     provider_ids: list[str] | None = None,
     after: tuple[int, str] | None = None,
     limit: int = 100,
+    visible: Collection[str] | None = None,
 ) -> list[RoleRow]:
+    """Roles of a project in creation order after the keyset ``after``, filtered by the given ids,
+    source ids and provider ids, and to ``visible`` (the ones the caller may see) when given."""
     values: dict = {"p": project_id, "limit": limit}
     where = ["project_id = :p"]
+    if visible is not None:
+        where.append(one_of(db, "id", visible, values, "visible"))
     for column, items, prefix in (
         ("id", role_ids, "rid"), ("source_id", source_ids, "sid"), ("provider_id", provider_ids, "pid")
     ):
