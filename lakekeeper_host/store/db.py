@@ -77,15 +77,21 @@ class Executor:
         return self.dialect == "postgresql"
 
 
-def one_of(db: Executor, column: str, ids: Collection[str], values: dict[str, Any], name: str = "ids") -> str:
-    """The condition "``column`` is one of ``ids``" with the ids as ONE parameter: an array on
-    PostgreSQL (``= ANY``), a JSON array on SQLite (``json_each``). The statement's text does not
-    change with the count (one prepared statement) and no parameter limit applies."""
+def rows_with_ids(db: Executor, table: str, ids: Collection[str], values: dict[str, Any], name: str = "ids") -> str:
+    """``table``, only its rows whose ``id`` is one of ``ids``: a FROM source named ``table``, the ids
+    ONE parameter (an array on PostgreSQL, a JSON array on SQLite), so the statement's text does not
+    change with their count and no parameter limit applies.
+
+    PostgreSQL looks the rows up by primary key first (``OFFSET 0`` keeps the subquery whole), so a
+    page costs what the ids cost, however many rows the rest of the query would scan: as a plain
+    filter, ``id = ANY($1)`` is compared element by element on every row, and with statistics older
+    than a burst of creates PostgreSQL scanned a whole namespace so (100 ids of 1,000 tables: 2.4 ms
+    vs 0.5 ms)."""
     if db.is_postgres:
         values[name] = list(ids)
-        return f"{column} = ANY(:{name})"
+        return f"(SELECT * FROM {table} WHERE id = ANY(:{name}) OFFSET 0) AS {table}"
     values[name] = dumps(list(ids))
-    return f"{column} IN (SELECT value FROM json_each(:{name}))"
+    return f"(SELECT * FROM {table} WHERE id IN (SELECT value FROM json_each(:{name}))) AS {table}"
 
 
 def _row(record: Any) -> Row | None:

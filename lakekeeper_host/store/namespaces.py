@@ -13,7 +13,7 @@ from typing import Any
 
 from attrs import frozen
 
-from lakekeeper_host.store.db import Executor, Row, dumps, loads, now_ms, one_of
+from lakekeeper_host.store.db import Executor, Row, dumps, loads, now_ms, rows_with_ids
 
 NAMESPACE_SEPARATOR = "\x1f"
 
@@ -118,10 +118,9 @@ async def list_child_namespaces(
     if after is not None:
         where.append("name_key > :after")
         values["after"] = after
-    if ids is not None:
-        where.append(one_of(db, "id", ids, values))
+    source = "namespace" if ids is None else rows_with_ids(db, "namespace", ids, values)
     rows = await db.fetch_all(
-        f"SELECT * FROM namespace WHERE {' AND '.join(where)} ORDER BY name_key LIMIT :limit", values
+        f"SELECT * FROM {source} WHERE {' AND '.join(where)} ORDER BY name_key LIMIT :limit", values
     )
     return [namespace_from_row(r) for r in rows]
 

@@ -6,7 +6,7 @@ from collections.abc import Collection, Iterable
 
 from attrs import frozen
 
-from lakekeeper_host.store.db import Executor, now_ms, one_of
+from lakekeeper_host.store.db import Executor, now_ms, rows_with_ids
 
 
 @frozen
@@ -130,8 +130,6 @@ async def list_roles(
     source ids and provider ids, and to ``visible`` (the ones the caller may see) when given."""
     values: dict = {"p": project_id, "limit": limit}
     where = ["project_id = :p"]
-    if visible is not None:
-        where.append(one_of(db, "id", visible, values, "visible"))
     for column, items, prefix in (
         ("id", role_ids, "rid"), ("source_id", source_ids, "sid"), ("provider_id", provider_ids, "pid")
     ):
@@ -143,7 +141,8 @@ async def list_roles(
         where.append("(created_at > :after_t OR (created_at = :after_t AND id > :after_id))")
         values["after_t"], values["after_id"] = after
     rows = await db.fetch_all(
-        f"SELECT * FROM role WHERE {' AND '.join(where)} ORDER BY created_at, id LIMIT :limit", values
+        f"SELECT * FROM {'role' if visible is None else rows_with_ids(db, 'role', visible, values, 'visible')} "
+        f"WHERE {' AND '.join(where)} ORDER BY created_at, id LIMIT :limit", values
     )
     return [_role(r) for r in rows]
 

@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from lakekeeper_host.store.db import Executor, Row, now_ms, one_of
+from lakekeeper_host.store.db import Executor, Row, now_ms, rows_with_ids
 from lakekeeper_host.store.namespaces import NamespaceRow, encode_namespace_name, namespace_from_row
 
 
@@ -209,12 +209,11 @@ async def list_tabulars(
     if after is not None:
         where.append("name_key > :ak")
         values["ak"] = after[0]
-    if ids is not None:
-        where.append(one_of(db, "id", ids, values))
+    source = "tabular" if ids is None else rows_with_ids(db, "tabular", ids, values)
     rows = await db.fetch_all(
         "SELECT id, warehouse_id, namespace_id, name, name_key, typ, location, metadata_location, "
         "NULL AS metadata, staged, protected, deleted_at, version, created_at, updated_at "
-        f"FROM tabular WHERE {' AND '.join(where)} ORDER BY name_key LIMIT :limit",
+        f"FROM {source} WHERE {' AND '.join(where)} ORDER BY name_key LIMIT :limit",
         values,
     )
     return [tabular_from_row(r) for r in rows]
