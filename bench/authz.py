@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -85,7 +86,7 @@ def run(backend: str, *, tables: int = 1000, seconds: float = 15.0, samples: int
                               "seconds": seconds, "samples": samples,
                               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                               "machine": {"python": platform.python_version(), "cpu": platform.processor()
-                                          or platform.machine()},
+                                          or platform.machine(), "load_average_1m_at_start": os.getloadavg()[0]},
                               "servers": {}}
     double = _double()
     try:
@@ -117,6 +118,7 @@ def run(backend: str, *, tables: int = 1000, seconds: float = 15.0, samples: int
                         server.stop()
     finally:
         double.stop()
+    result["machine"]["load_average_1m_at_end"] = os.getloadavg()[0]
     result["summary"] = summarize(result)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"authz-{result['date'][:10]}-{backend}.json"
@@ -169,6 +171,11 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
+def _load(result: dict[str, Any], when: str) -> str:
+    value = result["machine"].get(f"load_average_1m_at_{when}")
+    return "unknown" if value is None else f"{value:.1f}"
+
+
 def render(result: dict[str, Any], path: Path) -> str:
     rows = []
     for name, server in result["servers"].items():
@@ -180,7 +187,9 @@ def render(result: dict[str, Any], path: Path) -> str:
     return f"""# Authorization benchmark
 
 `python -m bench authz --backend {result['backend']}` on {result['date']} ({result['machine']['cpu']},
-Python {result['machine']['python']}); raw numbers in `{_shown(path)}`. How it runs:
+Python {result['machine']['python']}, {os.cpu_count()} cores; 1-minute load average {_load(result, 'start')} at
+the start, {_load(result, 'end')} at the end: the machine was shared with other work); raw numbers
+in `{_shown(path)}`. How it runs:
 `bench/authz.py`. OpenFGA is the plugin's **test double** of OpenFGA's HTTP API (Python, in the
 orchestrator process): no OpenFGA server can run on this machine, so the OpenFGA side's absolute cost
 differs from a real deployment's; the check cache (10 s TTL) is the plugin's default.
@@ -202,10 +211,10 @@ loadTable: closed loop, 16 workers, {result['seconds']} s over bob's tables. Lis
 Reading: bob's first page holds the 100 of the 1,000 rows he may see. He has no `list_everything`
 on the namespace (one cached check says so), so the plugin asks OpenFGA's ListObjects which tables
 he may see (`can_include_in_list`; the cold first request pays for it, later ones find it in the
-plugin's cache for the 10 s TTL) and the page reads only those rows (`id = ANY(...)`). Before
-ListObjects the page read all 1,000 rows and checked each (13.1 ms vs 2.4 ms p50, 5.4x, on
-2026-11-25). ListObjects on the double evaluates every table of the store in Python; a real
-OpenFGA expands from bob's tuples instead. The driver, the server, PostgreSQL, the OpenFGA double
-and other work on this 2-core machine share it: compare the ratios of one run, and expect them to
-move between runs.
+plugin's cache for the 10 s TTL) and the page reads only those rows, looked up by primary key
+(`store/db.py` `rows_with_ids`). Before ListObjects the page read all 1,000 rows and checked each
+(13.1 ms vs 2.4 ms p50, 5.4x, on 2026-11-25). ListObjects on the double evaluates every table of
+the store in Python; a real OpenFGA expands from bob's tuples instead. The driver, the server,
+PostgreSQL, the OpenFGA double and other work on this 2-core machine share it: compare the ratios
+of one run, and expect them to move between runs.
 """
