@@ -8,8 +8,9 @@ is a real SeaweedFS with STS, so the read-only credentials bob gets are really r
 OpenFGA itself cannot run here: the plugin talks to the OpenFGA HTTP API test double
 (``openfga_double.py``, checked against the real engine by ``test_double_conformance.py``). Grants
 are written straight into the double's tuple store (the permissions API is a separate route), so
-this server runs with the check cache off (``CHECK_CACHE_CAPACITY=0``) to see them at once; that
-grants written *through* the authorizer invalidate its cache is tested in ``test_authorizer.py``.
+this server runs with the check and ListObjects caches off (``CHECK_CACHE_CAPACITY=0``,
+``LIST_OBJECTS_CACHE_CAPACITY=0``) to see them at once; that grants written *through* the authorizer
+invalidate its caches is tested in ``test_authorizer.py`` and ``test_listing.py``.
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def world(request, double, idp, seaweed) -> Iterator[World]:
         "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
         "LAKEKEEPER__OPENFGA__STORE_NAME": store_name,
         "LAKEKEEPER__OPENFGA__CHECK_CACHE_CAPACITY": "0",
+        "LAKEKEEPER__OPENFGA__LIST_OBJECTS_CACHE_CAPACITY": "0",
         "LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri,
         "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
     }
