@@ -3,7 +3,7 @@
 A denial is a 403, unless the caller may not even see the object: then the route's own "does not
 exist" error (``hidden=``) answers, exactly as for a missing object, so existence is not leaked
 (Lakekeeper: an action denied on an object without ``get_metadata`` is a 404). Lists keep only
-what the caller may see (``include_in_list``), checked in batches, paginated after filtering.
+what the caller may see (``include_in_list``), paginated after filtering (:func:`visible_page`).
 
 Internal calls (no actor in the request metadata) and the allow-all authorizer are allowed
 everything without asking (``Authorizer.allows_all``), so the allow-all path costs nothing.
@@ -139,27 +139,43 @@ async def visible(
 async def visible_page(
     state: AppState,
     meta: RequestMetadata,
-    fetch: Callable[[Any, int], Awaitable[list[Row]]],
+    fetch: Callable[[Any, int, frozenset[str] | None], Awaitable[list[Row]]],
     key: Callable[[Row], Any],
     resource: Callable[[Row], Resource],
     *,
     after: Any,
     limit: int,
     action: str = "include_in_list",
+    kind: str | None = None,
+    everything: Resource | None = None,
 ) -> tuple[list[Row], bool]:
-    """Up to ``limit`` rows the caller may see, after the keyset ``after``, and whether more may follow.
+    """Up to ``limit`` rows of ``kind`` the caller may see, after the keyset ``after``, and whether
+    more may follow. The page token is the key of the last row returned, so the next page starts
+    right after it (nothing skipped, nothing repeated).
 
-    ``fetch(after, n)`` reads the next ``n`` rows in key order. Filtering may drop rows, so a page
-    reads as many database pages as it needs; the page token is the key of the last row returned,
-    so the next page starts right after it (nothing skipped, nothing repeated).
+    ``fetch(after, n, ids)`` reads the next ``n`` rows in key order, only those with an id in
+    ``ids`` unless it is None. The cheapest of three ways answers:
+
+    1. nothing to filter: an internal call, the allow-all authorizer, an instance admin, or a caller
+       with ``list_everything`` on ``everything`` (the namespace or warehouse the list is below, as
+       in Lakekeeper): one database page;
+    2. the authorizer names the ids the caller may see (``visible_ids``): one database page of
+       only those rows;
+    3. else the rows are read in database pages of growing size and checked in batches.
     """
-    if checking_actor(state, meta) is None:
-        rows = await fetch(after, limit + 1)
-        return rows[:limit], len(rows) > limit
+    actor = checking_actor(state, meta)
+    if actor is None or (kind is not None and _admin_passes(state, actor, action, kind)) or (
+        everything is not None and await actor_allowed(state, actor, "list_everything", everything)
+    ):
+        return await _one_page(fetch, after, limit, None)
+    visible_ids = getattr(state.authorizer, "visible_ids", None)
+    ids = await visible_ids(actor, action, kind) if kind is not None and visible_ids is not None else None
+    if ids is not None:
+        return await _one_page(fetch, after, limit, ids) if ids else ([], False)
     found: list[Row] = []
     chunk = limit
     while True:
-        rows = await fetch(after, chunk + 1)
+        rows = await fetch(after, chunk + 1, None)
         more_rows = len(rows) > chunk
         rows = rows[:chunk]
         for row in await visible(state, meta, rows, resource, action):
@@ -173,6 +189,14 @@ async def visible_page(
         after = key(rows[-1])
         # a sparse view (a user who sees few rows) reads ever larger database pages: fewer round trips
         chunk = min(chunk * 2, max(limit, FILTER_CHUNK_MAX))
+
+
+async def _one_page(
+    fetch: Callable[[Any, int, frozenset[str] | None], Awaitable[list[Row]]], after: Any, limit: int,
+    ids: frozenset[str] | None,
+) -> tuple[list[Row], bool]:
+    rows = await fetch(after, limit + 1, ids)
+    return rows[:limit], len(rows) > limit
 
 
 async def data_permission(

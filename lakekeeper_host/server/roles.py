@@ -254,14 +254,15 @@ async def list_roles(
     # ---- AUTHZ ----
     await require_allowed(state, meta.actor, "list_roles", Resource("project", project_id))
     # ---- BUSINESS LOGIC ----
-    async def fetch(key: tuple[int, str] | None, n: int) -> list[RoleRow]:
+    async def fetch(key: tuple[int, str] | None, n: int, visible: frozenset[str] | None) -> list[RoleRow]:
         return await role_store.list_roles(
             state.store, project_id, role_ids=ids, source_ids=source_ids, provider_ids=provider_ids,
-            after=key, limit=n,
+            after=key, limit=n, visible=visible,
         )
 
     rows, more = await visible_page(state, meta, fetch, lambda r: (r.created_at, r.id),
-                                    lambda r: Resource("role", r.id), after=after, limit=limit, action="read")
+                                    lambda r: Resource("role", r.id), after=after, limit=limit, action="read",
+                                    kind="role")
     next_token = encode_page_token(rows[-1].created_at, rows[-1].id) if more and rows else None
     return rows, next_token
 

@@ -155,6 +155,13 @@ class Authorizer(Protocol):
         self, actor: Actor, action: str, resources: Sequence[Resource]
     ) -> list[bool]: ...
 
+    async def visible_ids(self, actor: Actor, action: str, kind: str) -> frozenset[str] | None:
+        """The ids of every ``kind`` object ``actor`` may ``action`` (lists ask ``include_in_list``),
+        or None when this authorizer cannot name them completely and cheaply. A list then reads only
+        these rows from the database, so the set must be exact: an authorizer unsure of it answers
+        None and the host checks the rows one batch at a time. Optional (read with ``getattr``)."""
+        ...
+
     async def health(self) -> bool: ...
 
     async def bootstrap(self, actor: Actor, is_operator: bool) -> None:
@@ -228,9 +235,10 @@ class Authorizer(Protocol):
 
 
 class AuthorizerBase:
-    """Convenience base: a batch check defaults to concurrent single checks, "my access" to one
-    batch over the kind's vocabulary, lifecycle calls record nothing, and an authorizer without
-    grants of its own answers the permissions API with 501 (Lakekeeper's allow-all does too)."""
+    """Convenience base: a batch check defaults to concurrent single checks, lists to checking their
+    rows (``visible_ids`` is None), "my access" to one batch over the kind's vocabulary, lifecycle
+    calls record nothing, and an authorizer without grants of its own answers the permissions API
+    with 501 (Lakekeeper's allow-all does too)."""
 
     name = "base"
     # True only for an authorizer that allows everything: the host then skips every check
@@ -241,6 +249,9 @@ class AuthorizerBase:
 
     async def are_allowed(self, actor: Actor, action: str, resources: Sequence[Resource]) -> list[bool]:
         return list(await asyncio.gather(*(self.is_allowed(actor, action, r) for r in resources)))
+
+    async def visible_ids(self, actor: Actor, action: str, kind: str) -> frozenset[str] | None:
+        return None  # not known: lists check their rows in batches
 
     async def health(self) -> bool:
         return True

@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
@@ -75,6 +75,23 @@ class Executor:
     @property
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
+
+
+def rows_with_ids(db: Executor, table: str, ids: Collection[str], values: dict[str, Any], name: str = "ids") -> str:
+    """``table``, only its rows whose ``id`` is one of ``ids``: a FROM source named ``table``, the ids
+    ONE parameter (an array on PostgreSQL, a JSON array on SQLite), so the statement's text does not
+    change with their count and no parameter limit applies.
+
+    PostgreSQL looks the rows up by primary key first (``OFFSET 0`` keeps the subquery whole), so a
+    page costs what the ids cost, however many rows the rest of the query would scan: as a plain
+    filter, ``id = ANY($1)`` is compared element by element on every row, and with statistics older
+    than a burst of creates PostgreSQL scanned a whole namespace so (100 ids of 1,000 tables: 2.4 ms
+    vs 0.5 ms)."""
+    if db.is_postgres:
+        values[name] = list(ids)
+        return f"(SELECT * FROM {table} WHERE id = ANY(:{name}) OFFSET 0) AS {table}"
+    values[name] = dumps(list(ids))
+    return f"(SELECT * FROM {table} WHERE id IN (SELECT value FROM json_each(:{name}))) AS {table}"
 
 
 def _row(record: Any) -> Row | None:

@@ -8,12 +8,12 @@ case-insensitive and case-preserving. ``parent_id`` links a nested namespace to 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from attrs import frozen
 
-from lakekeeper_host.store.db import Executor, Row, dumps, loads, now_ms
+from lakekeeper_host.store.db import Executor, Row, dumps, loads, now_ms, rows_with_ids
 
 NAMESPACE_SEPARATOR = "\x1f"
 
@@ -103,9 +103,11 @@ async def insert_namespace(
 
 
 async def list_child_namespaces(
-    db: Executor, warehouse_id: str, parent_id: str | None, *, after: str | None, limit: int
+    db: Executor, warehouse_id: str, parent_id: str | None, *, after: str | None, limit: int,
+    ids: Collection[str] | None = None,
 ) -> list[NamespaceRow]:
-    """Children of ``parent_id`` (top level when None), ordered by ``name_key``, after the key ``after``."""
+    """Children of ``parent_id`` (top level when None), ordered by ``name_key``, after the key ``after``;
+    only those of ``ids`` when given (the ones the caller may see)."""
     values: dict[str, Any] = {"w": warehouse_id, "limit": limit}
     where = ["warehouse_id = :w"]
     if parent_id is None:
@@ -116,8 +118,9 @@ async def list_child_namespaces(
     if after is not None:
         where.append("name_key > :after")
         values["after"] = after
+    source = "namespace" if ids is None else rows_with_ids(db, "namespace", ids, values)
     rows = await db.fetch_all(
-        f"SELECT * FROM namespace WHERE {' AND '.join(where)} ORDER BY name_key LIMIT :limit", values
+        f"SELECT * FROM {source} WHERE {' AND '.join(where)} ORDER BY name_key LIMIT :limit", values
     )
     return [namespace_from_row(r) for r in rows]
 

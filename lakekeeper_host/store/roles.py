@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from attrs import frozen
 
-from lakekeeper_host.store.db import Executor, now_ms
+from lakekeeper_host.store.db import Executor, now_ms, rows_with_ids
 
 
 @frozen
@@ -124,7 +124,10 @@ async def list_roles(
     provider_ids: list[str] | None = None,
     after: tuple[int, str] | None = None,
     limit: int = 100,
+    visible: Collection[str] | None = None,
 ) -> list[RoleRow]:
+    """Roles of a project in creation order after the keyset ``after``, filtered by the given ids,
+    source ids and provider ids, and to ``visible`` (the ones the caller may see) when given."""
     values: dict = {"p": project_id, "limit": limit}
     where = ["project_id = :p"]
     for column, items, prefix in (
@@ -138,7 +141,8 @@ async def list_roles(
         where.append("(created_at > :after_t OR (created_at = :after_t AND id > :after_id))")
         values["after_t"], values["after_id"] = after
     rows = await db.fetch_all(
-        f"SELECT * FROM role WHERE {' AND '.join(where)} ORDER BY created_at, id LIMIT :limit", values
+        f"SELECT * FROM {'role' if visible is None else rows_with_ids(db, 'role', visible, values, 'visible')} "
+        f"WHERE {' AND '.join(where)} ORDER BY created_at, id LIMIT :limit", values
     )
     return [_role(r) for r in rows]
 

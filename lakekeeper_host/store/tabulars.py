@@ -23,13 +23,13 @@ soft-deleted row is simply invisible, except that it keeps reserving its locatio
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import attrs
 from attrs import frozen
 
-from lakekeeper_host.store.db import Executor, Row, now_ms
+from lakekeeper_host.store.db import Executor, Row, now_ms, rows_with_ids
 from lakekeeper_host.store.namespaces import NamespaceRow, encode_namespace_name, namespace_from_row
 
 
@@ -192,10 +192,12 @@ async def tabular_id_taken(db: Executor, tabular_id: str) -> bool:
 
 
 async def list_tabulars(
-    db: Executor, namespace_id: str, typ: str, *, after: tuple[str, str] | None, limit: int
+    db: Executor, namespace_id: str, typ: str, *, after: tuple[str, str] | None, limit: int,
+    ids: Collection[str] | None = None,
 ) -> list[TabularRow]:
     """Live, committed tabulars of one kind, ordered by ``name_key``, after the keyset ``after``
-    (``(name_key, id)`` of the previous page's last row).
+    (``(name_key, id)`` of the previous page's last row); only those of ``ids`` when given (the
+    ones the caller may see).
 
     ``name_key`` alone is the order: it is unique among the live rows of a namespace
     (``tabular_active_name``), so both that index and ``tabular_listing`` hand rows over already
@@ -207,10 +209,11 @@ async def list_tabulars(
     if after is not None:
         where.append("name_key > :ak")
         values["ak"] = after[0]
+    source = "tabular" if ids is None else rows_with_ids(db, "tabular", ids, values)
     rows = await db.fetch_all(
         "SELECT id, warehouse_id, namespace_id, name, name_key, typ, location, metadata_location, "
         "NULL AS metadata, staged, protected, deleted_at, version, created_at, updated_at "
-        f"FROM tabular WHERE {' AND '.join(where)} ORDER BY name_key LIMIT :limit",
+        f"FROM {source} WHERE {' AND '.join(where)} ORDER BY name_key LIMIT :limit",
         values,
     )
     return [tabular_from_row(r) for r in rows]

@@ -72,14 +72,17 @@ async def list_namespaces(
                         hidden=no_such_namespace(parent or []))
     # ------------------------------------------------ BUSINESS LOGIC
 
-    async def fetch(key: str | None, n: int) -> list[NamespaceRow]:
+    async def fetch(key: str | None, n: int, ids: frozenset[str] | None) -> list[NamespaceRow]:
         return await namespace_store.list_child_namespaces(
-            state.store, warehouse.id, parent_row.id if parent_row else None, after=key, limit=n
+            state.store, warehouse.id, parent_row.id if parent_row else None, after=key, limit=n, ids=ids
         )
 
     rows, more = await visible_page(
         state, meta, fetch, lambda r: namespace_store.encode_namespace_name(r.parts).casefold(),
         lambda r: Resource("namespace", r.id, warehouse.id), after=after[0] if after else None, limit=limit,
+        kind="namespace",
+        everything=Resource("namespace", parent_row.id, warehouse.id) if parent_row is not None
+        else Resource("warehouse", warehouse.id, warehouse.id),
     )
     result: dict[str, Any] = {"namespaces": [list(r.parts) for r in rows]}
     last_key = namespace_store.encode_namespace_name(rows[-1].parts).casefold() if rows else ""

@@ -41,12 +41,12 @@ async def list_tabular_identifiers(
     await authorize(state, meta, f"list_{typ}s", "namespace", namespace.id, warehouse.id,
                     hidden=no_such_namespace(parts))
 
-    async def fetch(key: tuple[str, str] | None, n: int) -> list[TabularRow]:
-        return await tabular_store.list_tabulars(state.store, namespace.id, typ, after=key, limit=n)
+    async def fetch(key: tuple[str, str] | None, n: int, ids: frozenset[str] | None) -> list[TabularRow]:
+        return await tabular_store.list_tabulars(state.store, namespace.id, typ, after=key, limit=n, ids=ids)
 
     rows, more = await visible_page(
         state, meta, fetch, lambda r: (r.name.casefold(), r.id), lambda r: Resource(typ, r.id, warehouse.id),
-        after=after, limit=limit,
+        after=after, limit=limit, kind=typ, everything=Resource("namespace", namespace.id, warehouse.id),
     )
     result: dict[str, Any] = {
         "identifiers": [{"namespace": list(namespace.parts), "name": r.name} for r in rows],

@@ -209,10 +209,19 @@ class OpenFgaDouble:
     ``requests`` counts the calls per endpoint so tests can see what reached "OpenFGA" (the cache).
     ``fail_writes = True`` makes every tuple write answer 503, as an OpenFGA that is down for writes
     (checks and reads still answer): lifecycle calls after a database commit then fail.
+
+    ListObjects stops as OpenFGA's does: at ``list_objects_max_results`` objects
+    (``OPENFGA_LIST_OBJECTS_MAX_RESULTS``, default 1000), and at ``list_objects_deadline``
+    (``OPENFGA_LIST_OBJECTS_DEADLINE``, default 3 s), answering with what it found so far and no
+    sign that it stopped. The double finds objects instantly; ``list_objects_seconds_per_object``
+    makes it as slow as a large store, so a test can make it reach the deadline.
     """
 
     def __init__(self) -> None:
         self.stores: dict[str, _Store] = {}
+        self.list_objects_max_results = 1000
+        self.list_objects_deadline = 3.0
+        self.list_objects_seconds_per_object = 0.0
         self.requests: dict[str, int] = defaultdict(int)
         self.authorization_headers: list[str | None] = []
         self.fail_writes = False
@@ -426,6 +435,13 @@ class OpenFgaDouble:
         objects = store.engine(body.get("authorization_model_id")).list_objects(
             tuples, body["user"], body["relation"], body["type"]
         )
+        if self.list_objects_max_results:
+            objects = objects[:self.list_objects_max_results]
+        if self.list_objects_seconds_per_object:
+            needed = len(objects) * self.list_objects_seconds_per_object
+            await asyncio.sleep(min(needed, self.list_objects_deadline))
+            if needed > self.list_objects_deadline:  # stopped at the deadline: what it found by then
+                objects = objects[:int(self.list_objects_deadline / self.list_objects_seconds_per_object)]
         return web.json_response({"objects": objects})
 
 

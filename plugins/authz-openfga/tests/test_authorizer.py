@@ -389,6 +389,101 @@ async def test_bootstrap_as_operator(double: OpenFgaDouble) -> None:
         await authz.close()
 
 
+# ---------------------------------------------------------------- ListObjects for lists
+
+TABLES = (ORDERS, INVOICES, SALARIES)
+NAMESPACES = (SALES, EU, HR)
+
+
+async def test_visible_ids_are_what_the_checks_allow(authz: OpenFgaAuthorizer) -> None:
+    """ListObjects names exactly the objects a per-object check would show, for sparse and dense callers."""
+    await authz.write_assignments(ALICE, INVOICES, [Assignment("select", Principal("user", BOB.user_id))], [])
+    await authz.write_assignments(ALICE, SALES, [Assignment("describe", Principal("user", CAROL.user_id))], [])
+    for actor in (ALICE, BOB, CAROL, DAVE):
+        for kind, resources in (("table", TABLES), ("namespace", NAMESPACES), ("view", (REPORT,))):
+            allowed = await authz.are_allowed(actor, "include_in_list", resources)
+            expected = {r.id for r, ok in zip(resources, allowed, strict=True) if ok}
+            assert await authz.visible_ids(actor, "include_in_list", kind) == expected, (actor, kind)
+    assert await authz.visible_ids(BOB, "include_in_list", "table") == {INVOICES.id}
+    assert await authz.visible_ids(Actor(), "include_in_list", "table") == frozenset()  # anonymous
+    assert await authz.visible_ids(BOB, "read", "user") is None  # users are no OpenFGA objects
+
+
+async def test_visible_ids_of_an_assumed_role_need_membership(authz: OpenFgaAuthorizer) -> None:
+    await authz.on_created(ALICE, ANALYSTS, PROJECT)
+    await authz.write_assignments(ALICE, ANALYSTS, [Assignment("assignee", Principal("user", BOB.user_id))], [])
+    await authz.write_assignments(ALICE, ORDERS, [Assignment("select", Principal("role", ANALYSTS.id))], [])
+    as_analyst = await authz.visible_ids(Actor(user_id=BOB.user_id, assumed_role=ANALYSTS.id), "include_in_list",
+                                         "table")
+    assert as_analyst == {ORDERS.id}
+    assert await authz.visible_ids(Actor(user_id=CAROL.user_id, assumed_role=ANALYSTS.id), "include_in_list",
+                                   "table") == frozenset()
+
+
+async def test_visible_ids_are_cached_until_a_grant_changes(double: OpenFgaDouble, authz: OpenFgaAuthorizer) -> None:
+    from types import SimpleNamespace
+
+    from lakekeeper_authz_openfga import lakekeeper_startup
+
+    metrics = Metrics()
+    lakekeeper_startup(SimpleNamespace(authorizer=authz, metrics=metrics))
+    asked = double.requests["/stores/{store}/list-objects"]
+    assert await authz.visible_ids(BOB, "include_in_list", "table") == frozenset()
+    assert await authz.visible_ids(BOB, "include_in_list", "table") == frozenset()
+    assert double.requests["/stores/{store}/list-objects"] == asked + 1
+    await authz.write_assignments(ALICE, ORDERS, [Assignment("select", Principal("user", BOB.user_id))], [])
+    assert await authz.visible_ids(BOB, "include_in_list", "table") == {ORDERS.id}  # at once
+    await authz.write_assignments(ALICE, ORDERS, [], [Assignment("select", Principal("user", BOB.user_id))])
+    assert await authz.visible_ids(BOB, "include_in_list", "table") == frozenset()
+    sample = metrics.registry.get_sample_value
+    assert sample("lakekeeper_cache_requests_total", {"cache": "authz-list-objects", "result": "hit"}) == 1
+    assert sample("lakekeeper_cache_requests_total", {"cache": "authz-list-objects", "result": "miss"}) == 3
+
+
+async def test_an_answer_at_openfgas_max_results_is_unknown(double: OpenFgaDouble, authz: OpenFgaAuthorizer) -> None:
+    """OpenFGA cuts ListObjects at OPENFGA_LIST_OBJECTS_MAX_RESULTS without saying so."""
+    authz.list_objects_max_results = 2  # the server's limit, as configured
+    double.list_objects_max_results = 2
+    try:
+        assert await authz.visible_ids(ALICE, "include_in_list", "table") is None  # 3 tables, 2 named
+        assert await authz.visible_ids(ALICE, "include_in_list", "view") == {REPORT.id}
+    finally:
+        double.list_objects_max_results = 1000
+
+
+async def test_an_answer_that_took_openfgas_deadline_is_unknown(double: OpenFgaDouble) -> None:
+    """OpenFGA answers with what it found when OPENFGA_LIST_OBJECTS_DEADLINE passes, without saying so."""
+    authz = await make_authorizer(double, list_objects_deadline_secs=0.3)
+    try:
+        await authz.on_created(ALICE, PROJECT, None)
+        await authz.on_created(ALICE, WAREHOUSE, PROJECT)
+        await authz.on_created(ALICE, SALES, WAREHOUSE)
+        for table in TABLES:
+            await authz.on_created(ALICE, table, SALES)
+        double.list_objects_deadline, double.list_objects_seconds_per_object = 0.3, 0.2
+        started = double.requests["/stores/{store}/list-objects"]
+        assert await authz.visible_ids(ALICE, "include_in_list", "table") is None  # the double named only one
+        assert await authz.visible_ids(ALICE, "include_in_list", "table") is None  # remembered, not asked again
+        assert await authz.visible_ids(ALICE, "include_in_list", "namespace") == {SALES.id}  # done in time
+        double.list_objects_seconds_per_object = 0.01
+        authz.list_cache.invalidate()
+        assert await authz.visible_ids(ALICE, "include_in_list", "table") == {t.id for t in TABLES}
+        assert double.requests["/stores/{store}/list-objects"] == started + 3
+    finally:
+        double.list_objects_deadline, double.list_objects_seconds_per_object = 3.0, 0.0
+        await authz.close()
+
+
+async def test_list_objects_can_be_turned_off(double: OpenFgaDouble) -> None:
+    authz = await make_authorizer(double, list_objects_max_results=0)
+    try:
+        asked = double.requests["/stores/{store}/list-objects"]
+        assert await authz.visible_ids(ALICE, "include_in_list", "table") is None
+        assert double.requests["/stores/{store}/list-objects"] == asked
+    finally:
+        await authz.close()
+
+
 # ---------------------------------------------------------------- check cache
 
 
@@ -416,10 +511,10 @@ async def test_repeated_checks_come_from_the_cache_until_a_grant_changes(
 
 
 def test_the_cache_is_bounded_and_expires() -> None:
-    from lakekeeper_authz_openfga.cache import CheckCache
+    from lakekeeper_authz_openfga.cache import TtlCache
 
     now = [0.0]
-    cache = CheckCache(capacity=2, ttl_seconds=5, clock=lambda: now[0])
+    cache = TtlCache(capacity=2, ttl_seconds=5, clock=lambda: now[0])
     for i in range(3):
         cache.put(("user:a", "can_x", f"table:{i}"), True, cache.generation)
     assert len(cache) == 2 and cache.get(("user:a", "can_x", "table:0")) is None

@@ -34,7 +34,7 @@ async def migrate_openfga(settings: OpenFgaSettings, ctx: BuildContext) -> str:
 
 async def build_authorizer(settings: OpenFgaSettings, ctx: BuildContext) -> OpenFgaAuthorizer:
     from lakekeeper_authz_openfga.authorizer import OpenFgaAuthorizer
-    from lakekeeper_authz_openfga.cache import CheckCache
+    from lakekeeper_authz_openfga.cache import TtlCache
     from lakekeeper_authz_openfga.client import locate, make_client, migrate
 
     config = settings.openfga
@@ -48,7 +48,10 @@ async def build_authorizer(settings: OpenFgaSettings, ctx: BuildContext) -> Open
         make_client(config, store_id=location.store_id, model_id=location.model_id),
         server_id=ctx.server_id,
         max_batch_check_size=config.max_batch_check_size,
-        cache=CheckCache(config.check_cache_capacity, config.check_cache_ttl_secs),
+        cache=TtlCache(config.check_cache_capacity, config.check_cache_ttl_secs),
+        list_cache=TtlCache(config.list_objects_cache_capacity, config.check_cache_ttl_secs),
+        list_objects_max_results=config.list_objects_max_results,
+        list_objects_deadline=config.list_objects_deadline_secs,
     )
 
 
@@ -68,7 +71,7 @@ def lakekeeper_authorizers():
 
 @hookimpl
 def lakekeeper_startup(state: AppState) -> None:
-    """Count the check cache's hits and misses in the server's Prometheus metrics."""
+    """Count the answer caches' hits and misses in the server's Prometheus metrics."""
     from lakekeeper_authz_openfga.authorizer import OpenFgaAuthorizer
 
     metrics = state.metrics

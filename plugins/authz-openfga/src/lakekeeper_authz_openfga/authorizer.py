@@ -10,6 +10,7 @@ tuples per user).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from urllib.parse import quote, unquote
 
@@ -18,14 +19,16 @@ from openfga_sdk.client import ClientCheckRequest, OpenFgaClient
 from openfga_sdk.client.models import (
     ClientBatchCheckItem,
     ClientBatchCheckRequest,
+    ClientListObjectsRequest,
     ClientTuple,
     ClientWriteRequest,
     ClientWriteRequestOnDuplicateWrites,
     ClientWriteRequestOnMissingDeletes,
     ConflictOptions,
 )
+from openfga_sdk.exceptions import ApiException
 
-from lakekeeper_authz_openfga.cache import CheckCache, CheckKey
+from lakekeeper_authz_openfga.cache import CheckKey, ListKey, TtlCache
 from lakekeeper_host.errors import CatalogError
 from lakekeeper_host.service.authz import (
     ACTIONS,
@@ -127,20 +130,28 @@ class OpenFgaAuthorizer(AuthorizerBase):
         *,
         server_id: str,
         max_batch_check_size: int = 50,
-        cache: CheckCache | None = None,
+        cache: TtlCache | None = None,
+        list_cache: TtlCache | None = None,
+        list_objects_max_results: int = 1000,
+        list_objects_deadline: float = 3.0,
     ) -> None:
         self.client = client
         self.server_id = server_id
         self.max_batch_check_size = max_batch_check_size
-        self.cache = cache if cache is not None else CheckCache(0, 0)
+        self.cache = cache if cache is not None else TtlCache(0, 0)
+        self.list_cache = list_cache if list_cache is not None else TtlCache(0, 0)
+        self.list_objects_max_results = list_objects_max_results
+        self.list_objects_deadline = list_objects_deadline
 
     async def close(self) -> None:
         await self.client.close()
 
     def bind_metrics(self, metrics) -> None:
-        """Count cache lookups as ``lakekeeper_cache_requests_total{cache="authz-check",result}``."""
-        counters = {result: metrics.cache.labels("authz-check", result) for result in ("hit", "miss")}
-        self.cache.on_lookup = lambda result, count: counters[result].inc(count)
+        """Count cache lookups as ``lakekeeper_cache_requests_total{cache="authz-check"|"authz-list-objects",
+        result}``."""
+        for cache, name in ((self.cache, "authz-check"), (self.list_cache, "authz-list-objects")):
+            counters = {result: metrics.cache.labels(name, result) for result in ("hit", "miss")}
+            cache.on_lookup = lambda result, count, counters=counters: counters[result].inc(count)
 
     async def health(self) -> bool:
         await self.client.get_store()
@@ -205,12 +216,50 @@ class OpenFgaAuthorizer(AuthorizerBase):
         subject = self._subject(actor)
         plans = [self._plan(actor, subject, action, resource) for action, resource in questions]
         keys = [p for p in plans if not isinstance(p, bool)]
-        if keys and actor.assumed_role:
-            membership = (fga_user_id(actor.user_id), "can_assume", f"role:{actor.assumed_role}")
-            if not (await self._checks([membership]))[0]:
-                return [False] * len(plans)  # not a member of the role it claims
+        if keys and not await self._may_act_as_role(actor):
+            return [False] * len(plans)  # not a member of the role it claims
         answers = dict(zip(keys, await self._checks(keys), strict=True)) if keys else {}
         return [p if isinstance(p, bool) else answers[p] for p in plans]
+
+    async def _may_act_as_role(self, actor: Actor) -> bool:
+        """A caller assuming a role (``x-assume-role``) must be able to assume it; others pass."""
+        if not actor.assumed_role:
+            return True
+        return (await self._checks([(fga_user_id(actor.user_id), "can_assume", f"role:{actor.assumed_role}")]))[0]
+
+    async def visible_ids(self, actor: Actor, action: str, kind: str) -> frozenset[str] | None:
+        """ListObjects ``can_<action>`` on type ``kind`` for the caller (cached like checks).
+
+        None -- "check the rows instead" -- when the answer may be incomplete: OpenFGA stops at its
+        max results or deadline without saying so, so an answer that reaches either is not trusted
+        (``LIST_OBJECTS_MAX_RESULTS`` / ``LIST_OBJECTS_DEADLINE_SECS``); also when ListObjects fails.
+        """
+        if self.list_objects_max_results <= 0 or kind not in _PARENT_LINK or action not in ACTIONS[kind]:
+            return None
+        subject = self._subject(actor)
+        if subject is None:
+            return frozenset()  # anonymous callers are denied everything
+        if not await self._may_act_as_role(actor):
+            return frozenset()
+        key: ListKey = (subject, f"can_{action}", kind)
+        cached = self.list_cache.get_many([key])
+        if key in cached:
+            return cached[key]
+        generation = self.list_cache.generation
+        started = time.monotonic()
+        try:
+            response = await self.client.list_objects(ClientListObjectsRequest(user=subject, relation=key[1],
+                                                                               type=kind))
+        except ApiException as exc:
+            log.warning("OpenFGA ListObjects %s failed, checking rows instead: %s", key, exc)
+            return None
+        elapsed = time.monotonic() - started
+        objects = response.objects or []
+        ids: frozenset[str] | None = frozenset(obj.partition(":")[2] for obj in objects)
+        if len(objects) >= self.list_objects_max_results or elapsed >= self.list_objects_deadline:
+            ids = None  # possibly cut short by OpenFGA's limits: unknown (remembered, so not asked again)
+        self.list_cache.put(key, ids, generation)
+        return ids
 
     async def _checks(self, keys: Sequence[CheckKey]) -> list[bool]:
         """Answer checks: from the cache, else one check, else batch checks of at most the batch size."""
@@ -260,6 +309,7 @@ class OpenFgaAuthorizer(AuthorizerBase):
                 )
         finally:
             self.cache.invalidate()
+            self.list_cache.invalidate()
 
     async def _read(self, *, object: str | None = None, relation: str | None = None, user: str | None = None,
                     ) -> list[tuple[str, str, str]]:

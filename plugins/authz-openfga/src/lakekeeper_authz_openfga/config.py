@@ -34,6 +34,15 @@ class OpenFgaConfig:
     # the check-result cache (bounded, TTL); 0 capacity turns it off
     check_cache_capacity: int = field(default=50_000, validator=validators.ge(0))
     check_cache_ttl_secs: float = field(default=10.0, validator=validators.ge(0))
+    # Lists ask ListObjects which objects the caller may see; OpenFGA cuts it short at its max results
+    # and deadline without saying so, so an answer at either limit counts as unknown (rows are checked).
+
+    # an answer of this many objects is unknown; at most OpenFGA's OPENFGA_LIST_OBJECTS_MAX_RESULTS; 0 = off
+    list_objects_max_results: int = field(default=1000, validator=validators.ge(0))
+    # an answer that took this long is unknown; at most OpenFGA's OPENFGA_LIST_OBJECTS_DEADLINE
+    list_objects_deadline_secs: float = field(default=3.0, validator=validators.gt(0))
+    # ListObjects answers kept (for CHECK_CACHE_TTL_SECS), each up to LIST_OBJECTS_MAX_RESULTS ids; 0 = off
+    list_objects_cache_capacity: int = field(default=1000, validator=validators.ge(0))
 
     @property
     def model_version(self) -> str:
