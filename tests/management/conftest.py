@@ -32,17 +32,11 @@ def test_plugin_path(tmp_path_factory) -> str:
     return str(root)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def backend(request) -> str:
-    return request.param
+BACKENDS = ["sqlite", "postgres"]
 
 
-@pytest.fixture
-def make_server(request, backend, test_plugin_path, tmp_path) -> Callable[..., CatalogServer]:
-    """Start servers sharing one fresh database of ``backend`` (SQLite file or PostgreSQL db).
-
-    ``make_server(env={...})`` -> a started ``CatalogServer``; all are stopped after the test.
-    """
+def plugin_server_env(backend: str, test_plugin_path: str, request, sqlite_path: Path) -> dict[str, str]:
+    """Settings of a server with the test plugins on a fresh database of ``backend``."""
     env: dict[str, str] = {
         "PYTHONPATH": os.pathsep.join(p for p in (test_plugin_path, os.environ.get("PYTHONPATH")) if p),
         "LAKEKEEPER__TASK_POLL_INTERVAL": "100ms",
@@ -51,7 +45,39 @@ def make_server(request, backend, test_plugin_path, tmp_path) -> Callable[..., C
         url = request.getfixturevalue("pg_url_factory")()
         env.update({"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url})
     else:
-        env["LAKEKEEPER__SQLITE_PATH"] = str(tmp_path / "catalog.sqlite")
+        env["LAKEKEEPER__SQLITE_PATH"] = str(sqlite_path)
+    return env
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def plugin_server(request, test_plugin_path, tmp_path_factory) -> CatalogServer:
+    """One bootstrapped server with the test plugins per backend and module, shared by the tests
+    that need no settings of their own; each isolates its state in a fresh warehouse
+    (``new_file_warehouse``). A server of its own costs a process start (seconds) per test; module
+    scope stops it when the module is done (an idle server's task pollers keep using CPU)."""
+    backend = request.param
+    sqlite_path = tmp_path_factory.mktemp("plugin-server") / "catalog.sqlite"
+    srv = CatalogServer(plugin_server_env(backend, test_plugin_path, request, sqlite_path))
+    srv.backend = backend
+    srv.start()
+    if backend == "postgres":
+        httpx.post(srv.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def make_server(request, backend, test_plugin_path, tmp_path) -> Callable[..., CatalogServer]:
+    """Start servers sharing one fresh database of ``backend`` (SQLite file or PostgreSQL db).
+
+    ``make_server(env={...})`` -> a started ``CatalogServer``; all are stopped after the test.
+    """
+    env = plugin_server_env(backend, test_plugin_path, request, tmp_path / "catalog.sqlite")
     servers: list[CatalogServer] = []
 
     def make(extra: dict[str, str] | None = None, *, bootstrap: bool = True) -> CatalogServer:

@@ -94,12 +94,12 @@ def test_malformed_put_body_is_a_400_naming_the_field(http, path, body, field):
     assert field in response.json()["error"]["message"]
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-def test_schedule_body_is_validated_on_a_user_schedulable_queue(make_server, tmp_path_factory):
+@pytest.mark.parametrize("plugin_server", ["sqlite"], indirect=True)
+def test_schedule_body_is_validated_on_a_user_schedulable_queue(plugin_server, tmp_path_factory):
     """Only plugin queues are user-schedulable (tests/management/plugins/lk_test_queues.py)."""
     from tests.management.helpers import new_file_warehouse
 
-    server = make_server()
+    server = plugin_server
     wid = new_file_warehouse(server.url, tmp_path_factory)["id"]
     url = f"{server.url}{MGMT}/warehouse/{wid}/task-queue/test_slow/schedule"
     for body, field in [

@@ -19,11 +19,6 @@ def iso(delta: timedelta) -> str:
 
 
 @pytest.fixture
-def plugin_server(make_server):
-    return make_server()
-
-
-@pytest.fixture
 def client(plugin_server):
     with httpx.Client(base_url=plugin_server.url, timeout=30) as c:
         yield c
