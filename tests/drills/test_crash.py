@@ -43,11 +43,29 @@ def test_sigkill_three_times_under_eight_writers_loses_no_acknowledged_commit(ba
 
 @pytest.mark.drill_subset
 def test_quick_sigkill_once_under_eight_writers_on_sqlite(pg_url_factory, tmp_path, capsys):
-    """The drill's quick form for the fast suite: one kill, embedded SQLite."""
-    crash_drill("sqlite", 1, 2.0, pg_url_factory, tmp_path, capsys)
+    """The drill's quick form for the fast suite: one kill, embedded SQLite; it kills as soon as the
+    writers acknowledged WRITERS commits and stops once they acknowledged WRITERS more after the
+    restart, instead of waiting out fixed seconds."""
+    crash_drill("sqlite", 1, 0.0, pg_url_factory, tmp_path, capsys, commits_between_kills=WRITERS)
 
 
-def crash_drill(backend: str, kills: int, seconds_between_kills: float, pg_url_factory, tmp_path, capsys) -> None:
+def acknowledged_commits(logs: list[WriterLog]) -> int:
+    return sum(len(log.acknowledged) for log in logs)
+
+
+def wait_for_commits(logs: list[WriterLog], count: int, timeout: float = 60) -> None:
+    """Until the writers acknowledged ``count`` more commits (they keep committing through a crash)."""
+    target = acknowledged_commits(logs) + count
+    deadline = time.monotonic() + timeout
+    while acknowledged_commits(logs) < target:
+        assert time.monotonic() < deadline, f"the writers acknowledged fewer than {count} commits in {timeout}s"
+        time.sleep(0.05)
+
+
+def crash_drill(backend: str, kills: int, seconds_between_kills: float, pg_url_factory, tmp_path, capsys, *,
+                commits_between_kills: int | None = None) -> None:
+    """Kill ``kills`` times, ``seconds_between_kills`` apart, or each time the writers acknowledged
+    ``commits_between_kills`` more commits (then also that many after the last restart)."""
     env = {}
     if backend == "postgres":
         url = pg_url_factory()
@@ -87,12 +105,18 @@ def crash_drill(backend: str, kills: int, seconds_between_kills: float, pg_url_f
             thread.start()
         restarts = []
         for _ in range(kills):
-            time.sleep(seconds_between_kills)
+            if commits_between_kills is None:
+                time.sleep(seconds_between_kills)
+            else:
+                wait_for_commits(logs, commits_between_kills)
             kill_hard(server)
             began = time.monotonic()
             server.start(timeout=60)
             restarts.append(time.monotonic() - began)
-        time.sleep(SECONDS_AFTER_LAST_RESTART)
+        if commits_between_kills is None:
+            time.sleep(SECONDS_AFTER_LAST_RESTART)
+        else:
+            wait_for_commits(logs, commits_between_kills)
         stop.set()
         for thread in threads:
             thread.join(60)

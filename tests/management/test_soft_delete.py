@@ -84,7 +84,7 @@ def test_soft_delete_undrop_and_purge_after_expiry(server, http, tmp_path_factor
     # drop again, this time with purge, under a short expiration: the table really expires
     profile = http.post(
         f"{MGMT}/warehouse/{warehouse_id}/delete-profile",
-        json={"delete-profile": {"type": "soft", "expiration-seconds": 5}},
+        json={"delete-profile": {"type": "soft", "expiration-seconds": 2}},
     )
     assert profile.status_code == 200, profile.text
     catalog.purge_table("sales.orders")
