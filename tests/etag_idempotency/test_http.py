@@ -175,7 +175,7 @@ def test_views_take_keys_too(catalog, http, prefix_url):
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def short_lived(request):
-    env = {"LAKEKEEPER__IDEMPOTENCY__LIFETIME": "1s", "LAKEKEEPER__IDEMPOTENCY__GRACE_PERIOD": "1s"}
+    env = {"LAKEKEEPER__IDEMPOTENCY__LIFETIME": "500ms", "LAKEKEEPER__IDEMPOTENCY__GRACE_PERIOD": "500ms"}
     url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
     server = start_server(env, pg_url=url)
     yield server
@@ -189,7 +189,7 @@ def test_keys_expire_after_their_lifetime(short_lived, tmp_path):
     expiring = {"Idempotency-Key": key()}
     assert httpx.post(f"{base}/namespaces", json={"namespace": ["ns"]}, headers=expiring).status_code == 200
     assert httpx.delete(f"{base}/namespaces/ns").status_code == 204
-    time.sleep(1.2)  # past the lifetime: the key is fresh again and the request runs
+    time.sleep(0.7)  # past the lifetime: the key is fresh again and the request runs
     again = httpx.post(f"{base}/namespaces", json={"namespace": ["ns"]}, headers=expiring)
     assert again.status_code == 200 and "idempotency-replayed" not in again.headers
     assert httpx.get(f"{base}/namespaces").json()["namespaces"] == [["ns"]]
