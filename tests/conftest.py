@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from lakekeeper_testing.server import CatalogServer, create_file_warehouse, start_server
+from lakekeeper_testing.server import IDLE_POLLING, CatalogServer, create_file_warehouse, start_server
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -52,7 +52,7 @@ def server(request) -> CatalogServer:
 @pytest.fixture(scope="session")
 def sqlite_server(request) -> CatalogServer:
     """An embedded server only (for tests that do not need both backends)."""
-    srv = CatalogServer().start()
+    srv = CatalogServer(IDLE_POLLING).start()  # none of its tests waits for a task
     srv.backend = "sqlite"
     yield srv
     srv.close()

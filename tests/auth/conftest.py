@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.server import CatalogServer, free_port
+from lakekeeper_testing.server import IDLE_POLLING, CatalogServer, free_port
 
 AUDIENCE = "lakekeeper"
 MAX_ROLE_DEPTH = 3
@@ -56,7 +56,7 @@ def auth_env(idp_one, idp_two) -> dict[str, str]:
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
 def auth_server(request, idp_one, idp_two):
     """A server that requires tokens from either issuer, once per database backend."""
-    env = two_provider_env(idp_one, idp_two)
+    env = two_provider_env(idp_one, idp_two) | IDLE_POLLING  # no auth test waits for a task
     if request.param == "postgres":
         url = request.getfixturevalue("pg_url_factory")()
         env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
