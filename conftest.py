@@ -8,6 +8,12 @@ The whole suite (``scripts/test.sh``) runs everything but the long forms of the 
 (``drill_full``: the three-kill crash drill, the full fuzzing drill), which run with
 ``LAKEKEEPER_DRILLS=full`` (docs/operations.md). A drill's quick subset (``drill_subset``) stays in
 the fast loop although ``tests/drills`` is slow.
+
+What keeps the fast loop fast without leaving a domain out: a server process start costs seconds, so
+tests share one server per backend (``tests/conftest.py``, module-scoped ones for test-only plugins
+or settings) and isolate their state in a fresh warehouse; waits poll a condition instead of
+sleeping; long-lived servers whose tests wait for no task poll their queues rarely
+(``IDLE_POLLING``); httpx's default TLS context is built once (below).
 """
 
 from __future__ import annotations
