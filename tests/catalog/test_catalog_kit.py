@@ -472,16 +472,16 @@ def test_drop_table_with_purge(catalog):  # testDropTableWithPurge
     wait_for(lambda: not _table_files(table), what="the purge task to remove the files")
 
 
-def test_drop_table_without_purge(catalog):  # testDropTableWithoutPurge
+def test_drop_table_without_purge(catalog, http, warehouse):  # testDropTableWithoutPurge
     catalog.create_namespace(NS)
     table = catalog.create_table(TABLE, SCHEMA)
     table.append(rows(1, 2))
     files = _table_files(table)
     catalog.drop_table(TABLE)  # PyIceberg sends purgeRequested=False
     assert not catalog.table_exists(TABLE)
-    import time
-
-    time.sleep(1)  # give a (wrongly) scheduled purge task the chance to run
+    # no purge task was scheduled (so none can remove the files later), and the files are there
+    purges = http.post(f"/management/v1/warehouse/{warehouse['id']}/task/list", json={"queue-name": ["tabular_purge"]})
+    assert purges.status_code == 200 and purges.json()["tasks"] == []
     assert sorted(_table_files(table)) == sorted(files)
 
 
