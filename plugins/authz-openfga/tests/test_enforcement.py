@@ -25,6 +25,7 @@ import pyarrow as pa
 import pytest
 from botocore.exceptions import ClientError
 from openfga_double import OpenFgaDouble
+from openfga_servers import openfga_server
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, NoSuchTableError
 
@@ -32,7 +33,6 @@ from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer
 from lakekeeper_testing.services import (
     SeaweedS3,
-    postgres_for_tests,
     seaweed_iam_config,
     seaweed_role_arn,
     service_or_skip,
@@ -123,19 +123,7 @@ class World:
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def world(request, double, idp, seaweed) -> Iterator[World]:
     store_name = f"lk-{uuid.uuid4().hex[:8]}"
-    env = {
-        "LAKEKEEPER__AUTHZ_BACKEND": "openfga",
-        "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
-        "LAKEKEEPER__OPENFGA__STORE_NAME": store_name,
-        "LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri,
-        "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
-    }
-    with contextlib.ExitStack() as stack:
-        if request.param == "postgres":
-            url = stack.enter_context(postgres_for_tests())
-            env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-        server = CatalogServer(env).start(timeout=120)
-        stack.callback(server.close)
+    with openfga_server(request.param, double, idp, store_name) as server:
         yield _populated(server, double, store_name, idp, seaweed)
 
 

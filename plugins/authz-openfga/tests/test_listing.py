@@ -19,11 +19,11 @@ from collections.abc import Iterator
 
 import pytest
 from openfga_double import OpenFgaDouble
+from openfga_servers import openfga_server
 from permissions_setup import SCHEMA, Caller
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import postgres_for_tests
 
 CAP = 6
 TABLES = [f"t{i:02d}" for i in range(14)]
@@ -85,21 +85,9 @@ class Listing:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def listing(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[Listing]:
-    env = {
-        "LAKEKEEPER__AUTHZ_BACKEND": "openfga",
-        "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
-        "LAKEKEEPER__OPENFGA__STORE_NAME": f"lk-{uuid.uuid4().hex[:8]}",
-        "LAKEKEEPER__OPENFGA__LIST_OBJECTS_MAX_RESULTS": str(CAP),
-        "LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri,
-        "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
-        "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
-    }
-    with contextlib.ExitStack() as stack:
-        if request.param == "postgres":
-            url = stack.enter_context(postgres_for_tests())
-            env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-        server = CatalogServer(env).start(timeout=120)
-        stack.callback(server.close)
+    with openfga_server(request.param, double, idp, f"lk-{uuid.uuid4().hex[:8]}",
+                        LAKEKEEPER__OPENFGA__LIST_OBJECTS_MAX_RESULTS=str(CAP),
+                        LAKEKEEPER__EMBEDDED_QUICKSTART="false") as server, contextlib.ExitStack() as stack:
         double.list_objects_max_results = CAP
         stack.callback(setattr, double, "list_objects_max_results", 1000)
         yield _built(Listing(server, idp, double), str(tmp_path_factory.mktemp("listing-wh")))
