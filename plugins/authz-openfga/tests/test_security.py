@@ -250,3 +250,18 @@ def test_openfga_unreachable_is_503_with_retry_after_and_fails_closed(setup: Set
         s.double.start()
     assert s.table("ans", "during_outage").status_code == 404  # nothing was created
     assert erin.get(f"{s.prefix}/namespaces/ans/tables/t_outage").status_code == 404  # and back to a decision
+
+
+# ---------------------------------------------------------------- information
+
+
+def test_one_visible_namespace_does_not_reveal_the_warehouse_statistics(setup: Setup) -> None:
+    """carol reads ``ans`` only: she sees the warehouse (to reach ``ans``), not how many tables and
+    views the whole warehouse holds (most of them hidden from her); its owner does."""
+    s = setup
+    statistics = f"/management/v1/warehouse/{s.warehouse_id}/statistics"
+    assert s.carol.get(f"{s.prefix}/namespaces/ans").status_code == 200
+    refused = s.carol.get(statistics)
+    assert refused.status_code == 403, refused.text
+    assert "number-of-tables" not in refused.text
+    assert s.alice.get(statistics).status_code == 200
