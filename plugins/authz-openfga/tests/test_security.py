@@ -265,3 +265,33 @@ def test_one_visible_namespace_does_not_reveal_the_warehouse_statistics(setup: S
     assert refused.status_code == 403, refused.text
     assert "number-of-tables" not in refused.text
     assert s.alice.get(statistics).status_code == 200
+
+
+# ---------------------------------------------------------------- the same class elsewhere
+
+
+def test_register_with_overwrite_does_not_take_over_a_table(setup: Setup) -> None:
+    """gus may create tables in ``ans`` but has no right on alice's ``t_reg``. Registering over it
+    (``overwrite``) is a commit to that table: refused, and he does not become its owner."""
+    s = setup
+    gus = Caller(s.server, s.bob._idp, "gus")
+    table_id = _table(s, "t_reg")
+    ans = s.path("namespace", s.ns("ans"))
+    assert s.alice.grant(ans, writes=[{"type": "create", "user": gus.user_id}]).status_code == 204
+    try:
+        location = s.table("ans", "t_reg").json()["metadata-location"]
+        taken = gus.post(f"{s.prefix}/namespaces/ans/register",
+                         json={"name": "t_reg", "metadata-location": location, "overwrite": True})
+        assert taken.status_code == 403, taken.text  # he sees it (create on ans implies describe), no more
+        assert "storage-credentials" not in taken.text
+        assert not {"commit", "change_ownership", "write_data"} & set(gus.actions(s.path("table", table_id)))
+        owners = {a["user"] for a in s.alice.get(f"{PERMS}{s.path('table', table_id)}/assignments").json()[
+            "assignments"] if a["type"] == "ownership"}
+        assert owners == {s.alice.user_id}
+    finally:
+        assert s.alice.grant(ans, deletes=[{"type": "create", "user": gus.user_id}]).status_code == 204
+    # alice, who may commit to it, may still register over it
+    location = s.table("ans", "t_reg").json()["metadata-location"]
+    again = s.alice.post(f"{s.prefix}/namespaces/ans/register",
+                         json={"name": "t_reg", "metadata-location": location, "overwrite": True})
+    assert again.status_code == 200, again.text
