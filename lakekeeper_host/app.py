@@ -15,7 +15,7 @@ from lakekeeper_host.api.pipeline import TimeLimitedQuart, install
 from lakekeeper_host.config import Settings
 from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import Registry
-from lakekeeper_host.runtime.banner import startup_banner
+from lakekeeper_host.runtime.banner import security_warning, startup_banner
 from lakekeeper_host.runtime.lifecycle import health_report, shutdown_state, startup_state
 from lakekeeper_host.ui import register_console
 
@@ -43,6 +43,9 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
     async def lifespan():
         app_state = await startup_state(settings, pm, registry, metrics)
         log.info(startup_banner(app_state))
+        warning = security_warning(app_state)
+        if warning:
+            log.warning(warning)
         app.extensions["lakekeeper"] = pipeline.state = app_state
         try:
             await _call_lifecycle(pm.hook.lakekeeper_startup(state=app_state))

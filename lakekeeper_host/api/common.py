@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from quart import Response, current_app, g, request
@@ -47,8 +48,15 @@ def base_uri_for(settings: Any, scheme: str, host: str, headers: Any) -> str:
 MAX_JSON_DEPTH = 256
 
 
+# a JSON escape that can produce text no store or encoder keeps: a UTF-16 surrogate (a pair becomes one
+# character; a lone one cannot be encoded as UTF-8) or U+0000 (PostgreSQL's text and jsonb refuse it)
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F]|0000)")
+
+
 def parse_json(raw: bytes) -> Any:
-    """A request body as JSON; 400 for invalid or too deeply nested JSON (never a RecursionError)."""
+    """A request body as JSON; 400 for invalid or too deeply nested JSON (never a RecursionError),
+    and for strings holding a lone surrogate or U+0000 (JSON allows both; no catalog can store,
+    log or answer them, so every route refuses them here)."""
     try:
         value = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -61,7 +69,28 @@ def parse_json(raw: bytes) -> Any:
         depth = _depth(value) if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH else 0
     if depth > MAX_JSON_DEPTH:
         raise bad_request(f"Request body is nested too deeply: more than {MAX_JSON_DEPTH} levels of arrays/objects")
+    if _SUSPECT_ESCAPE.search(raw):  # C-fast as well; only such a body is walked
+        _refuse_unstorable_text(value)
     return value
+
+
+def _refuse_unstorable_text(value: Any) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            if "\x00" in item:
+                raise bad_request("Request body contains the character U+0000, which cannot be stored")
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise bad_request("Request body contains a lone UTF-16 surrogate (\\ud800-\\udfff) that is not "
+                                  "half of a pair: not a character, cannot be stored") from None
 
 
 def _depth(value: Any) -> int:

@@ -212,10 +212,9 @@ async def validate_storage_access(warehouse_id: str):
 @blueprint.get("/warehouse/<warehouse_id>/statistics")
 async def warehouse_statistics(warehouse_id: str):
     warehouse = await require_warehouse(state(), warehouse_id)
-    await authorize_warehouse(state(), metadata(), "get_metadata", warehouse.id)
     token = request.args.get("page_token") or request.args.get("pageToken")
     size = query_int("page_size") or query_int("pageSize")
-    return json_response(await statistics.warehouse_statistics(state(), warehouse.id, token, size))
+    return json_response(await statistics.warehouse_statistics(state(), metadata(), warehouse.id, token, size))
 
 
 # ---------------------------------------------------------------- soft-deleted tabulars

@@ -293,6 +293,13 @@ def load_settings(
     consumed.update({"config_file", "rust_log"})
     if host.require_postgres and not pg.uses_postgres:
         raise ConfigError(_missing_postgres_message(config_file))
+    if host.require_authentication and not auth.enabled:
+        origin = f" (set in {config_file})" if config_file else ""
+        raise ConfigError(
+            "No authentication is configured, but LAKEKEEPER__REQUIRE_AUTHENTICATION=true" + origin
+            + " forbids an unauthenticated catalog: set LAKEKEEPER__OPENID_PROVIDER_URI (and"
+            " LAKEKEEPER__OPENID_AUDIENCE) or LAKEKEEPER__ENABLE_KUBERNETES_AUTHENTICATION=true"
+        )
     return Settings(
         raw=raw,
         host=host,

@@ -144,6 +144,8 @@ class HostConfig:
     strict_config: bool = False
     # production: refuse to start on the embedded SQLite when no PostgreSQL is configured
     require_postgres: bool = False
+    # production: refuse to start without authentication (no OpenID provider, no Kubernetes tokens)
+    require_authentication: bool = False
     trace_plugins: bool = False
     # user ids (JSON list) allowed every control-plane action whatever the authorizer says; never data access
     instance_admins: tuple[str, ...] = ()
@@ -167,6 +169,10 @@ class HostConfig:
     # json or text
     log_format: str = "json"
     log_level: str = "info"
+    # third-party loggers (name prefixes, e.g. botocore,urllib3) allowed below INFO when LOG_LEVEL is
+    # debug; others stay at INFO: at debug level they log credentials (botocore: access key ids and
+    # request signatures)
+    log_debug_libraries: tuple[str, ...] = ()
 
 
     @property

@@ -21,6 +21,25 @@ def describe_database(write_url: str) -> str:
     return f"postgresql {parts.hostname}:{parts.port or 5432}{parts.path}"
 
 
+def security_warning(state: AppState) -> str | None:
+    """One loud line when the catalog is open to anyone who reaches it: no authentication, served
+    on a non-loopback address or with a PostgreSQL database (a shared deployment, not a laptop)."""
+    settings = state.settings
+    if settings.auth.enabled:
+        return None
+    loopback = settings.bind_ip in ("127.0.0.1", "::1", "localhost") or settings.bind_ip.startswith("127.")
+    if loopback and settings.embedded:
+        return None
+    allow_all = getattr(state.authorizer, "allows_all", False)
+    consequence = ("every caller is anonymous and may do everything (authorizer allowall): read and delete every "
+                   "table, create warehouses, bootstrap the server" if allow_all
+                   else f"every caller is anonymous (authorizer {settings.host.authz_backend})")
+    return (f"SECURITY WARNING: this catalog is UNAUTHENTICATED, listening on {settings.bind_ip}:"
+            f"{settings.host.listen_port}: {consequence}. Set LAKEKEEPER__OPENID_PROVIDER_URI (or Kubernetes "
+            "authentication); LAKEKEEPER__REQUIRE_AUTHENTICATION=true (config/production.toml) refuses to start "
+            "without it")
+
+
 def startup_banner(state: AppState) -> str:
     settings = state.settings
     host = settings.bind_ip

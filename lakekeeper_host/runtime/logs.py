@@ -1,4 +1,10 @@
-"""Process logging: JSON lines (the default, as Lakekeeper logs) or plain text, on stderr."""
+"""Process logging: JSON lines (the default, as Lakekeeper logs) or plain text, on stderr.
+
+``LOG_LEVEL=debug`` is for this server's own loggers (``lakekeeper*``: the host and its plugins).
+Third-party libraries stay at INFO unless ``LOG_DEBUG_LIBRARIES`` names them: at debug level
+botocore logs every canonical request with the access key id and signature, urllib3/httpx the
+URLs of presigned requests, azure and google SDKs request headers.
+"""
 
 from __future__ import annotations
 
@@ -33,5 +39,28 @@ def setup_logging(settings: Settings | None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(getattr(logging, level, logging.INFO))
+    allowed = tuple(settings.host.log_debug_libraries) if settings else ()
+    handler.addFilter(ThirdPartyDebugFilter(allowed))
+    for library in CHATTY_LIBRARIES:  # not even built: their debug records are costly as well as unsafe
+        if not library.startswith(allowed):
+            logging.getLogger(library).setLevel(logging.INFO)
     for noisy in ("hypercorn.access", "databases", "aiosqlite", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+# libraries known to log secrets or whole requests at debug level
+CHATTY_LIBRARIES = ("botocore", "boto3", "s3transfer", "urllib3", "aiobotocore", "azure", "google", "httpx",
+                    "httpcore", "aiohttp", "openfga_sdk", "hvac", "aiokafka", "kafka", "nats", "fsspec", "s3fs",
+                    "requests", "pyiceberg", "hpack", "h11", "h2")
+OWN_LOGGERS = ("lakekeeper", "__main__")
+
+
+class ThirdPartyDebugFilter(logging.Filter):
+    """Drops records below INFO from loggers that are not this server's own, unless allowed by name."""
+
+    def __init__(self, allowed: tuple[str, ...]) -> None:
+        super().__init__()
+        self.allowed = allowed
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.INFO or record.name.startswith(OWN_LOGGERS + self.allowed)

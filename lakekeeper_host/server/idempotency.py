@@ -4,12 +4,20 @@ A client sends ``Idempotency-Key: <uuid>`` on a mutation and may retry it with t
 The first request *claims* the key (an in-flight record), runs, and *finalizes* the record with
 its outcome; a retry within the lifetime gets that outcome back without the change running again.
 
+* A key belongs to the caller who used it (the principal, and the role it acts as): another
+  caller's request under the same key is a request of its own, neither answered with the first
+  caller's response nor blocked by it. A record is bound to the operation, the route (method and
+  raw path) and a fingerprint of the request (query string and canonical JSON body).
+* A replay is authorized first: the caller must still pass the operation's own check on the
+  objects that still exist (:func:`authorize_replay`); a refusal answers instead of the replay.
 * 2xx and deterministic 4xx outcomes are finalized and replayed (status, body, ``ETag``).
   Authentication/rate-limit answers (401, 403, 408, 419, 429) and 5xx are not: the record is
   released and a retry runs the operation.
-* The same key on a different operation is ``400 IdempotencyKeyReused``; while the first
-  request still runs, a duplicate is ``409 RequestInProgress``. An in-flight record older than
-  twice the request timeout is treated as abandoned (its process died) and taken over.
+* The same key on a different operation or route is ``400 IdempotencyKeyReused``; on the same
+  route with a different request ``422 UnprocessableEntityException`` (the IETF Idempotency-Key
+  draft: a key must not be reused with another payload); while the first request still runs, a
+  duplicate is ``409 RequestInProgress``. An in-flight record older than twice the request timeout
+  is treated as abandoned (its process died) and taken over.
 * ``LAKEKEEPER__IDEMPOTENCY__LIFETIME`` (``PT30M``) is advertised in ``/config`` as
   ``idempotency-key-lifetime``; it counts from finalization. A finalized record older than that
   is ignored (the key is fresh again) and removed by the cleanup loop after lifetime + grace.
@@ -25,17 +33,28 @@ operation's own answer for an already-applied change (e.g. 409 already exists).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import re
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from typing import Any
+from urllib.parse import parse_qsl
 
 from lakekeeper_host.config.types import format_duration
-from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
+from lakekeeper_host.server.authorize import authorize, authorize_warehouse, checking_actor
+from lakekeeper_host.server.names import parse_name_path, parse_namespace_path
+from lakekeeper_host.server.resolve import _not_found, catalog_warehouse, get_namespace
+from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import idempotency as store
+from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store.db import now_ms
+from lakekeeper_host.store.idempotency import IdempotencyClaim
+from lakekeeper_host.store.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 
@@ -102,36 +121,68 @@ def _stale_after_ms(state: AppState) -> int:
 # ---------------------------------------------------------------- claim / finalize
 
 
-async def claim(state: AppState, warehouse_id: str, key: str, operation: str) -> store.IdempotencyRecord | None:
-    """Claim ``key`` for ``operation``: None to proceed, or the finalized record to replay."""
-    # ------------------------------------------------ VALIDATIONS
+def principal_of(meta: RequestMetadata) -> str:
+    """Whose key it is: the user (and the role it acts as), ``anonymous`` without authentication."""
+    actor = getattr(meta, "actor", None)
+    if actor is None or actor.user_id is None:
+        return "anonymous"
+    return f"user:{actor.user_id}" + (f"#role:{actor.assumed_role}" if actor.assumed_role else "")
+
+
+def request_fingerprint(query: bytes | str, body: bytes) -> str:
+    """A digest of what the request asks: its query parameters (sorted) and its body (as canonical
+    JSON when it is JSON, so a retry that orders keys differently is the same request)."""
+    text = query.decode("latin-1") if isinstance(query, bytes) else query
+    digest = hashlib.sha256(json.dumps(sorted(parse_qsl(text, keep_blank_values=True))).encode())
+    try:
+        canonical = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode() if body else b""
+    except (ValueError, RecursionError):
+        canonical = body
+    digest.update(b"\0" + canonical)
+    return digest.hexdigest()
+
+
+def new_claim(meta: RequestMetadata, warehouse_id: str, key: str, operation: str, route: str,
+              query: bytes | str, body: bytes) -> IdempotencyClaim:
     if operation not in OPERATIONS:  # pragma: no cover - a programming error in a route
         raise ValueError(f"operation {operation!r} does not take an Idempotency-Key")
-    lifetime_ms = _ms(state.settings.host.idempotency.lifetime)
+    return IdempotencyClaim(warehouse_id, principal_of(meta), key, operation, route, request_fingerprint(query, body))
 
-    # ------------------------------------------------ BUSINESS LOGIC
+
+async def claim(state: AppState, request: IdempotencyClaim) -> store.IdempotencyRecord | None:
+    """Claim the key for ``request``: None to proceed, or the finalized record to replay (after
+    :func:`authorize_replay`)."""
+    lifetime_ms = _ms(state.settings.host.idempotency.lifetime)
+    key = request.key
     for _ in range(5):
         async with state.store.transaction() as tx:
-            if await store.try_insert(tx, warehouse_id, key, operation):
+            if await store.try_insert(tx, request):
                 return None
-            record = await store.get(tx, warehouse_id, key)
+            record = await store.get(tx, request.warehouse_id, request.principal, key)
             if record is None:  # removed between the two statements: try again
                 continue
             now = now_ms()
             if not record.in_flight and record.created_at + lifetime_ms <= now:
-                if await store.take_over(tx, record, operation):
+                if await store.take_over(tx, record, request):
                     return None
                 continue
-            if record.operation != operation:
+            if record.operation != request.operation:
+                raise CatalogError(400, "IdempotencyKeyReused", f"Idempotency-Key {key} was already used for a "
+                                   f"different operation ({record.operation})")
+            if record.route != request.route:
+                raise CatalogError(400, "IdempotencyKeyReused", f"Idempotency-Key {key} was already used for "
+                                   f"{record.operation} on another object")
+            if record.request_hash != request.request_hash:
                 raise CatalogError(
-                    400,
-                    "IdempotencyKeyReused",
-                    f"Idempotency-Key {key} was already used for a different operation ({record.operation})",
+                    422,
+                    "UnprocessableEntityException",
+                    f"Idempotency-Key {key} was already used with a different request; use a new key for a new "
+                    "request",
                 )
             if record.in_flight:
                 if record.created_at + _stale_after_ms(state) <= now:
-                    log.warning("taking over abandoned idempotency key %s (%s)", key, operation)
-                    if await store.take_over(tx, record, operation):
+                    log.warning("taking over abandoned idempotency key %s (%s)", key, request.operation)
+                    if await store.take_over(tx, record, request):
                         return None
                     continue
                 raise CatalogError(
@@ -141,24 +192,105 @@ async def claim(state: AppState, warehouse_id: str, key: str, operation: str) ->
     raise CatalogError(409, "RequestInProgress", f"A request with Idempotency-Key {key} is still being processed")
 
 
-async def finalize(
-    state: AppState, warehouse_id: str, key: str, status: int, headers: dict[str, str], body: str
-) -> None:
+async def finalize(state: AppState, request: IdempotencyClaim, status: int, headers: dict[str, str],
+                   body: str) -> None:
     """Store the outcome of a claimed key (or release it when the outcome is not replayable)."""
     if not is_final(status):
-        await release(state, warehouse_id, key)
+        await release(state, request)
         return
     envelope = {"headers": {k: v for k, v in headers.items() if k.lower() in REPLAYED_HEADERS}, "body": _scrub(body)}
     async with state.store.transaction() as tx:
-        await store.finalize(tx, warehouse_id, key, status, envelope)
+        await store.finalize(tx, request, status, envelope)
 
 
-async def release(state: AppState, warehouse_id: str, key: str) -> None:
+async def release(state: AppState, request: IdempotencyClaim) -> None:
     try:
         async with state.store.transaction() as tx:
-            await store.release(tx, warehouse_id, key)
+            await store.release(tx, request)
     except Exception:  # the record then expires as abandoned
-        log.exception("releasing idempotency key %s failed", key)
+        log.exception("releasing idempotency key %s failed", request.key)
+
+
+# ---------------------------------------------------------------- authorizing a replay
+
+# operation -> the action its route's namespace must allow (the operation's own check)
+_ON_NAMESPACE = {"updateProperties": "update_properties", "dropNamespace": "delete", "createTable": "create_table",
+                 "registerTable": "create_table", "createView": "create_view", "registerView": "create_view"}
+# operation -> (kind, action) its route's table or view must allow
+_ON_TABULAR = {"updateTable": ("table", "commit"), "dropTable": ("table", "drop"),
+               "replaceView": ("view", "commit"), "dropView": ("view", "drop")}
+
+
+async def authorize_replay(
+    state: AppState, meta: RequestMetadata, warehouse_id: str, operation: str, params: Mapping[str, str], body: Any
+) -> None:
+    """Before a replay: the caller must still pass the operation's own authorization on the objects
+    of the request that exist now (a revoked caller gets the refusal, 404 or 403, not the record).
+
+    An object the operation removed or renamed away (a drop, the source of a rename) is not asked
+    about: its recorded answer (204) tells the caller nothing they did not learn the first time.
+    """
+    if checking_actor(state, meta) is None:
+        return
+    warehouse = await catalog_warehouse(state, warehouse_id)
+    raw_namespace = params.get("namespace")
+    parts = parse_namespace_path(raw_namespace) if raw_namespace is not None else None
+    if operation in _ON_NAMESPACE and parts is not None:
+        await _namespace_allows(state, meta, warehouse, parts, _ON_NAMESPACE[operation])
+    elif operation in _ON_TABULAR and parts is not None:
+        kind, action = _ON_TABULAR[operation]
+        raw_name = params.get(kind)
+        if raw_name is not None:
+            await _tabular_allows(state, meta, warehouse, parts, parse_name_path(raw_name), kind, action)
+    elif operation == "createNamespace":
+        created = body.get("namespace") if isinstance(body, dict) else None
+        if _is_identifier(created) and len(created) > 1:
+            await _namespace_allows(state, meta, warehouse, created[:-1], "create_namespace")
+        else:
+            await authorize_warehouse(state, meta, "create_namespace", warehouse.id)
+    elif operation in ("renameTable", "renameView"):
+        kind = "table" if operation == "renameTable" else "view"
+        for end in ("source", "destination"):  # the source until the rename ran, then the destination
+            ident = _table_ident(body.get(end) if isinstance(body, dict) else None)
+            if ident and await _tabular_allows(state, meta, warehouse, ident[0], ident[1], kind, "rename"):
+                break
+    elif operation == "commitTransaction":
+        changes = body.get("table-changes") if isinstance(body, dict) else None
+        for change in changes if isinstance(changes, list) else []:
+            ident = _table_ident(change.get("identifier") if isinstance(change, dict) else None)
+            if ident:
+                await _tabular_allows(state, meta, warehouse, ident[0], ident[1], "table", "commit")
+
+
+def _is_identifier(parts: Any) -> bool:
+    return isinstance(parts, list) and bool(parts) and all(isinstance(p, str) for p in parts)
+
+
+def _table_ident(value: Any) -> tuple[list[str], str] | None:
+    """``{"namespace": [..], "name": ..}`` as (namespace, name), None when it is not one."""
+    if isinstance(value, dict) and _is_identifier(value.get("namespace")) and isinstance(value.get("name"), str):
+        return value["namespace"], value["name"]
+    return None
+
+
+async def _namespace_allows(
+    state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, parts: Sequence[str], action: str
+) -> None:
+    namespace = await get_namespace(state, warehouse, parts)
+    if namespace is not None:
+        await authorize(state, meta, action, "namespace", namespace.id, warehouse.id, hidden=no_such_namespace(parts))
+
+
+async def _tabular_allows(
+    state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, parts: Sequence[str], name: str, kind: str,
+    action: str,
+) -> bool:
+    """Check ``action`` on the table/view if it exists; whether it did."""
+    found = await tabular_store.find_tabular(state.store, warehouse.id, list(parts), name, kind, with_metadata=False)
+    if found.tabular is None:
+        return False
+    await authorize(state, meta, action, kind, found.tabular.id, warehouse.id, hidden=_not_found(kind, parts, name))
+    return True
 
 
 def replay(record: store.IdempotencyRecord) -> tuple[int, dict[str, str], str]:

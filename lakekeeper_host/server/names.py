@@ -5,18 +5,34 @@ that ``%2F`` inside a name cannot split a path segment); decode them only with
 :func:`parse_namespace_path` and :func:`parse_name_path`. Decoding follows Lakekeeper: ``+`` means a
 space (Java and Spark encode spaces that way, which is why ``+`` is forbidden in new names), parts of
 a multi-level namespace are joined by ``%1F``.
+
+New names (create, rename, register) follow Lakekeeper's rules (not empty, no ``+``, namespace parts
+without ``.``), and on top of them refuse what no engine can address or show safely: the URL dot
+segments ``.`` and ``..`` (HTTP clients normalise them away, so no request could name the object),
+control characters (U+0000-U+001F, U+007F-U+009F: NUL cannot be stored by PostgreSQL, a newline
+splits log lines and SQL), the bidirectional controls that make a name read differently from what it
+is (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069, "Trojan Source"), and more than
+``MAX_NAME_LENGTH`` characters (a name travels in every request path). Spaces, ``/``, ``%``, dots
+inside a table name and letters of any script stay allowed. Names that exist already stay addressable.
+Properties of a namespace, table or view hold at most ``MAX_PROPERTIES_BYTES`` (keys and values,
+UTF-8): they are returned by every load.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from urllib.parse import unquote_plus
 
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request
 from lakekeeper_host.store.namespaces import NAMESPACE_SEPARATOR
 
 MAX_NAMESPACE_DEPTH = 5
+# characters in a table or view name and in one namespace part (Glue's and most file systems' limit)
+MAX_NAME_LENGTH = 255
+# bytes (UTF-8) of the keys and values of one namespace's, table's or view's properties
+MAX_PROPERTIES_BYTES = 1024 * 1024
+_UNSAFE_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def parse_namespace_path(raw: str) -> list[str]:
@@ -71,12 +87,16 @@ def validate_namespace(parts: Sequence[str]) -> None:
 
 
 def validate_new_namespace(parts: Sequence[str]) -> None:
-    """Extra rules on create: no ``+`` (it decodes to a space in URLs)."""
+    """Extra rules on create: no ``+`` (it decodes to a space in URLs), nothing :func:`_unsafe` finds."""
     validate_namespace(parts)
     if any("+" in part for part in parts):
         raise bad_request("Namespace cannot contain '+' character.", "InvalidNamespace")
     if any(NAMESPACE_SEPARATOR in part for part in parts):
         raise bad_request("Namespace parts cannot contain the unit separator (0x1F)", "InvalidNamespace")
+    for part in parts:
+        problem = _unsafe(part)
+        if problem:
+            raise bad_request(f"Namespace part {_shown(part)} {problem}", "InvalidNamespace")
 
 
 def validate_name(name: str) -> None:
@@ -89,6 +109,38 @@ def validate_new_name(name: str, kind: str = "Table") -> None:
     validate_name(name)
     if "+" in name:
         raise bad_request(f"{kind} name cannot contain '+' character.", f"Invalid{kind}Name")
+    problem = _unsafe(name)
+    if problem:
+        raise bad_request(f"{kind} name {_shown(name)} {problem}", f"Invalid{kind}Name")
+
+
+def _unsafe(name: str) -> str | None:
+    """Why no engine can round-trip ``name`` (see the module docstring), or None."""
+    if len(name) > MAX_NAME_LENGTH:
+        return f"is longer than {MAX_NAME_LENGTH} characters ({len(name)})"
+    if name in (".", ".."):
+        return "is a path segment no URL can name"
+    found = _UNSAFE_IN_NAMES.search(name)
+    if found:
+        return f"contains the control character U+{ord(found.group()):04X}"
+    return None
+
+
+def _shown(name: str, limit: int = 40) -> str:
+    """A name in a message: escaped (controls visible), cut short."""
+    return ascii(name[:limit]) + (f"... ({len(name)} characters)" if len(name) > limit else "")
+
+
+def check_properties_size(properties: Mapping[str, str], what: str) -> None:
+    """400 when the properties (keys and values, UTF-8) exceed ``MAX_PROPERTIES_BYTES``."""
+    size = sum(len(k) + len(v) for k, v in properties.items())
+    if size <= MAX_PROPERTIES_BYTES // 4:  # at most 4 bytes per character: surely small enough
+        return
+    size = sum(len(k.encode("utf-8", "surrogatepass")) + len(v.encode("utf-8", "surrogatepass"))
+               for k, v in properties.items())
+    if size > MAX_PROPERTIES_BYTES:
+        raise bad_request(f"The properties of the {what} would hold {size} bytes; at most {MAX_PROPERTIES_BYTES} "
+                          "bytes (keys and values, UTF-8) are allowed", "PropertiesTooLarge")
 
 
 def conflict_for_existing(kind_found: str, namespace: Sequence[str], name: str, kind_wanted: str) -> CatalogError:

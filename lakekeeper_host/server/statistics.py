@@ -25,9 +25,11 @@ from lakekeeper_host.errors import bad_request
 from lakekeeper_host.ids import now_ms
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server import pagination
+from lakekeeper_host.server.authorize import authorize_warehouse
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.tasks import parse_time, runtime_config
 from lakekeeper_host.service.endpoint_stats import HOUR_MS, EndpointStatsBuffer, bucket_of
+from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import statistics as stats_store
 from lakekeeper_host.store import tabular_admin
@@ -217,14 +219,19 @@ async def snapshot_warehouse(db, warehouse_id: str) -> dict[str, int]:
 
 
 async def warehouse_statistics(
-    state: AppState, warehouse_id: str, page_token: str | None, page_size: int | None
+    state: AppState, meta: RequestMetadata, warehouse_id: str, page_token: str | None, page_size: int | None
 ) -> dict[str, Any]:
     """Hourly table/view counts, newest first; reads only.
+
+    The counts are of every table and view in the warehouse, so only who may see all of them reads
+    them: ``list_everything`` on the warehouse (Lakekeeper asks ``get_metadata``, which anyone who
+    sees one namespace of the warehouse has; the counts would tell them about the rest).
 
     The first entry is the current hour counted now; earlier hours are the snapshots that
     :func:`flush_endpoint_statistics` records for every warehouse requests touched (every change
     to a warehouse's tables and views is such a request, so no change goes unrecorded).
     """
+    await authorize_warehouse(state, meta, "list_everything", warehouse_id)
     limit = pagination.page_size(state, page_size)
     before = (decode_page_token(page_token, int) or (None,))[0]
     stats: list[dict[str, Any]] = []

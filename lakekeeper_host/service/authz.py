@@ -40,6 +40,20 @@ class Actor:
 ANONYMOUS = Actor()
 
 
+class AuthorizerUnavailable(CatalogError):
+    """The authorizer's backend (an OpenFGA server, a policy service) cannot be reached or answers
+    with its own failure: 503 with ``Retry-After``, as when the database is down. Nothing is allowed
+    meanwhile (fail closed); the request may be retried once the backend is back."""
+
+    def __init__(self, backend: str, detail: str, retry_after_seconds: int = 1):
+        super().__init__(
+            503, "AuthorizationBackendUnavailable",
+            f"The authorization backend ({backend}) is unavailable, so nothing can be decided right now; "
+            f"retry later ({detail})",
+            headers={"Retry-After": str(retry_after_seconds)},
+        )
+
+
 @frozen
 class Resource:
     """What an action is about: ``kind`` in server|project|warehouse|namespace|table|view|role|user."""
@@ -67,15 +81,15 @@ ACTIONS: dict[str, tuple[str, ...]] = {
                   "control_all_tasks", "set_protection", "set_format_version_policy", "get_endpoint_statistics",
                   "read_assignments", "grant_create", "grant_describe", "grant_modify", "grant_select",
                   "grant_pass_grants", "grant_manage_grants", "change_ownership", "set_managed_access"),
-    "namespace": ("create_table", "create_view", "create_namespace", "accept_moved_namespace", "delete",
-                  "update_properties", "get_metadata", "list_tables", "list_views", "list_namespaces",
-                  "list_everything", "set_protection", "include_in_list", "move", "read_assignments",
-                  "grant_create", "grant_describe", "grant_modify", "grant_select", "grant_pass_grants",
-                  "grant_manage_grants", "change_ownership", "set_managed_access"),
-    "table": ("drop", "write_data", "read_data", "get_metadata", "commit", "rename", "include_in_list", "undrop",
-              "get_tasks", "control_tasks", "set_protection", "read_assignments", "grant_pass_grants",
+    "namespace": ("create_table", "create_view", "create_namespace", "accept_moved_namespace",
+                  "accept_moved_tabular", "delete", "update_properties", "get_metadata", "list_tables",
+                  "list_views", "list_namespaces", "list_everything", "set_protection", "include_in_list", "move",
+                  "read_assignments", "grant_create", "grant_describe", "grant_modify", "grant_select",
+                  "grant_pass_grants", "grant_manage_grants", "change_ownership", "set_managed_access"),
+    "table": ("drop", "write_data", "read_data", "get_metadata", "commit", "rename", "move", "include_in_list",
+              "undrop", "get_tasks", "control_tasks", "set_protection", "read_assignments", "grant_pass_grants",
               "grant_manage_grants", "grant_describe", "grant_select", "grant_modify", "change_ownership"),
-    "view": ("drop", "get_metadata", "select", "commit", "include_in_list", "rename", "undrop", "get_tasks",
+    "view": ("drop", "get_metadata", "select", "commit", "include_in_list", "rename", "move", "undrop", "get_tasks",
              "control_tasks", "set_protection", "read_assignments", "grant_pass_grants", "grant_manage_grants",
              "grant_describe", "grant_modify", "change_ownership"),
     "role": ("read", "read_metadata", "delete", "update", "assume", "read_assignments", "grant_assignee",

@@ -13,8 +13,10 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
+from lakekeeper_host.server.idempotency import request_fingerprint
 from lakekeeper_host.store import Store
 from lakekeeper_host.store import idempotency as idempotency_store
+from lakekeeper_host.store.idempotency import IdempotencyClaim
 from lakekeeper_testing.server import create_file_warehouse, start_server
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "s", StringType(), required=False))
@@ -147,13 +149,16 @@ def test_a_malformed_key_is_400(http, prefix_url):
 
 def test_a_request_in_flight_is_409(http, server, prefix_url, warehouse):
     in_flight = key()
+    body = b'{"namespace":["ns"]}'
+    held = IdempotencyClaim(warehouse["id"], "anonymous", in_flight, "createNamespace",
+                            f"POST /catalog/v1/{warehouse['id']}/namespaces", request_fingerprint(b"", body))
 
     async def claim(store):
         async with store.transaction() as tx:
-            assert await idempotency_store.try_insert(tx, warehouse["id"], in_flight, "createNamespace")
+            assert await idempotency_store.try_insert(tx, held)
 
     with_store(server, claim)  # what a concurrent request holding the key looks like
-    response = http.post(f"{prefix_url}/namespaces", json={"namespace": ["ns"]}, headers={"Idempotency-Key": in_flight})
+    response = http.post(f"{prefix_url}/namespaces", content=body, headers={"Idempotency-Key": in_flight})
     assert response.status_code == 409 and response.json()["error"]["type"] == "RequestInProgress"
     assert http.get(f"{prefix_url}/namespaces").json()["namespaces"] == []
 

@@ -136,6 +136,7 @@ def test_shipped_config_examples_load_strictly(name):
     if name == "production":  # its secrets come from the environment, as the file says
         environ["LAKEKEEPER__PG_DATABASE_URL_WRITE"] = "postgresql://lakekeeper@db.example:5432/catalog"
         environ["LAKEKEEPER__PG_ENCRYPTION_KEY"] = "a-long-random-production-key-0123456789"
+        environ["LAKEKEEPER__OPENID_PROVIDER_URI"] = "https://idp.example/realms/lakekeeper"  # it requires one
     settings = load_settings(environ, config_file=path)
     assert settings.host.listen_port == 8181
     if name == "production":

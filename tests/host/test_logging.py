@@ -60,3 +60,46 @@ def test_log_is_json_lines_and_never_shows_a_configured_secret(pg_url_factory, t
     assert "lakekeeper_host.runtime.lifecycle" in targets  # the migrations it applied
     assert "hypercorn.error" in targets  # the web server's own lines are JSON too
     assert any(record["message"].startswith("cloudevent ") for record in records)
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("libraries", ["", "botocore"], ids=["default", "botocore-asked-for"])
+def test_debug_level_logs_no_access_key_id_unless_a_library_is_asked_for(tmp_path, libraries):
+    """LOG_LEVEL=debug: botocore would log every canonical request with the access key id and the
+    signature. Third-party loggers stay at INFO unless LOG_DEBUG_LIBRARIES names them (the second
+    case shows the key would be there: what the first case keeps out)."""
+    from lakekeeper_testing.services import SeaweedS3, service_or_skip
+
+    access_key = f"AKIALOG{uuid.uuid4().hex[:12].upper()}"
+    seaweed = service_or_skip(SeaweedS3(access_key=access_key, buckets=["logged"]))
+    try:
+        env = {"LAKEKEEPER__LOG_LEVEL": "debug", "LAKEKEEPER__LOG_DEBUG_LIBRARIES": libraries}
+        with CatalogServer(env) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+            made = client.post("/management/v1/warehouse", json={
+                "warehouse-name": "s3-logged", "project-id": client.get("/management/v1/info").json()[
+                    "default-project-id"],
+                "storage-profile": {"type": "s3", "bucket": "logged", "key-prefix": "wh", "endpoint": seaweed.endpoint,
+                                    "region": seaweed.region, "path-style-access": True, "flavor": "s3-compat",
+                                    "sts-enabled": False},
+                "storage-credential": {"type": "s3", "credential-type": "access-key",
+                                       "aws-access-key-id": access_key, "aws-secret-access-key": seaweed.secret_key},
+            })
+            assert made.status_code == 201, made.text
+            prefix = f"/catalog/v1/{made.json()['warehouse-id']}"
+            assert client.post(f"{prefix}/namespaces", json={"namespace": ["ns"]}).status_code == 200
+            table = client.post(f"{prefix}/namespaces/ns/tables",
+                                json={"name": "t", "schema": {"type": "struct", "fields": []}})
+            assert table.status_code == 200, table.text
+            assert client.delete(f"{prefix}/namespaces/ns/tables/t", params={"purgeRequested": "true"}).status_code \
+                == 204
+            server.stop()
+            text = server.log_path.read_text()
+        assert '"level": "DEBUG"' in text and "lakekeeper" in text  # debug logging was on
+        if libraries:
+            assert access_key in text  # botocore, asked for, logs the canonical request
+        else:
+            assert access_key not in text and seaweed.secret_key not in text
+            assert "botocore" not in {json.loads(line)["target"].split(".")[0] for line in text.splitlines()
+                                      if line.startswith("{") and json.loads(line)["level"] == "DEBUG"}
+    finally:
+        seaweed.close()

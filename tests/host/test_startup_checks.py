@@ -108,10 +108,50 @@ def test_embedded_banner_names_sqlite_and_the_active_backends(tmp_path):
     assert f"listening on http://127.0.0.1:{env['LAKEKEEPER__LISTEN_PORT']}" in banner
 
 
+def test_production_config_refuses_to_start_without_authentication(tmp_path):
+    """A PostgreSQL URL but no identity provider: config/production.toml (REQUIRE_AUTHENTICATION) stops
+    before anything is served or migrated."""
+    env = clean_env(LAKEKEEPER__PG_DATABASE_URL_WRITE="postgresql://nobody@127.0.0.1:1/never")
+    for command in ("serve", "migrate"):
+        result = run_cli("--config", PRODUCTION, command, env=env, cwd=tmp_path)
+        assert result.returncode == 2, result.stderr
+        [line] = error_lines(result.stderr)
+        assert "LAKEKEEPER__REQUIRE_AUTHENTICATION" in line and "LAKEKEEPER__OPENID_PROVIDER_URI" in line
+        assert "production.toml" in line and "Traceback" not in result.stderr
+
+
+@pytest.mark.postgres
+def test_an_unauthenticated_server_on_postgres_says_so_loudly(pg_url_factory, tmp_path):
+    url = pg_url_factory()
+    env = clean_env(LAKEKEEPER__PG_DATABASE_URL_WRITE=url, LAKEKEEPER__LISTEN_PORT=str(free_port()),
+                    LAKEKEEPER__BIND_IP="127.0.0.1", LAKEKEEPER__METRICS__ENABLED="false")
+    assert run_cli("migrate", env=env, cwd=tmp_path).returncode == 0
+    with serving(env=env, cwd=tmp_path) as output:
+        pass
+    warnings = [json.loads(line) for line in output if line.startswith("{") and "UNAUTHENTICATED" in line]
+    assert len(warnings) == 1 and warnings[0]["level"] == "WARNING", output
+    assert "allowall" in warnings[0]["message"] and "may do everything" in warnings[0]["message"]
+    # the embedded laptop default on 127.0.0.1 stays quiet
+    quiet = clean_env(LAKEKEEPER__LISTEN_PORT=str(free_port()), LAKEKEEPER__METRICS__ENABLED="false")
+    (tmp_path / "embedded").mkdir()
+    with serving(env=quiet, cwd=tmp_path / "embedded") as embedded:
+        pass
+    assert not any("UNAUTHENTICATED" in line for line in embedded)
+
+
 @pytest.mark.postgres
 def test_production_config_with_postgres_serves_and_says_so(pg_url_factory, tmp_path):
+    from lakekeeper_testing.oidc import OidcIssuer
+
     url = pg_url_factory()
+    with OidcIssuer("production", audience="lakekeeper") as idp:
+        _serve_production(url, idp, tmp_path)
+
+
+def _serve_production(url: str, idp, tmp_path) -> None:
     env = clean_env(
+        LAKEKEEPER__OPENID_PROVIDER_URI=idp.uri,
+        LAKEKEEPER__OPENID_AUDIENCE="lakekeeper",
         LAKEKEEPER__PG_DATABASE_URL_WRITE=url,
         LAKEKEEPER__PG_ENCRYPTION_KEY="a-long-random-production-key-0123456789",
         LAKEKEEPER__LISTEN_PORT=str(free_port()),
@@ -127,6 +167,7 @@ def test_production_config_with_postgres_serves_and_says_so(pg_url_factory, tmp_
     assert "password" not in banner and "@" not in banner
     assert "event sinks: none" in banner
     assert not (tmp_path / "lakekeeper-data").exists()
+    assert not any("UNAUTHENTICATED" in line for line in output)
 
 
 def test_out_of_range_port_is_a_config_error_before_the_banner(tmp_path):

@@ -26,13 +26,13 @@ from typing import Any
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, namespace_not_empty, not_found
 from lakekeeper_host.server import events
 from lakekeeper_host.server.authorize import authorize, authorize_warehouse, checking_actor, deleted, moved
+from lakekeeper_host.server.names import validate_new_namespace
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import namespace_admin as ns_store
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store.db import Executor
 
-MAX_NAMESPACE_DEPTH = 5
 NAMESPACE_SEPARATOR = "\x1f"
 
 
@@ -170,13 +170,7 @@ def _validate_destination(state: AppState, destination: Any) -> list[str]:
         raise bad_request("Invalid request body: destination must be a list of strings @ body.destination")
     if not destination:
         raise bad_request("destination must not be empty", "InvalidNamespace")
-    if len(destination) > MAX_NAMESPACE_DEPTH:
-        raise bad_request(f"Namespace depth may not exceed {MAX_NAMESPACE_DEPTH}", "InvalidNamespace")
-    for part in destination:
-        if not part or "." in part or "+" in part or NAMESPACE_SEPARATOR in part:
-            raise bad_request(
-                f"Invalid namespace part {part!r}: must be non-empty without '.' or '+'", "InvalidNamespace"
-            )
+    validate_new_namespace(destination)  # the rules of a new namespace (server/names.py)
     if is_reserved(state, destination):
         raise bad_request(f"Namespace {destination[0]!r} is reserved", "ReservedNamespace")
     return list(destination)

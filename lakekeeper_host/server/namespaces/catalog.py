@@ -8,7 +8,7 @@ from typing import Any
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no_such_namespace, no_such_warehouse
 from lakekeeper_host.server import events
 from lakekeeper_host.server.authorize import authorize, created, visible_page
-from lakekeeper_host.server.names import validate_namespace, validate_new_namespace
+from lakekeeper_host.server.names import check_properties_size, validate_namespace, validate_new_namespace
 from lakekeeper_host.server.namespaces.admin import drop_namespace as admin_drop
 from lakekeeper_host.server.namespaces.layout import (
     LOCATION_PROPERTY,
@@ -108,6 +108,7 @@ async def create_namespace(
         raise bad_request("Invalid request body: properties must map strings to strings @ body.properties")
     validate_new_namespace(parts)
     validate_property_keys(list(properties))
+    check_properties_size(properties, "namespace")
     if is_reserved(state, parts):
         raise bad_request("Namespace is reserved for internal use.", "ReservedNamespace")
     properties = {k: v for k, v in properties.items() if k not in MANAGED_PROPERTIES}
@@ -259,6 +260,7 @@ async def update_namespace_properties(
             if properties.get(key) != value:
                 updated.append(key)
             properties[key] = value
+        check_properties_size(properties, "namespace")
         async with state.store.transaction() as tx:
             swapped = await namespace_store.replace_properties(tx, namespace.id, properties, version=namespace.version)
         if swapped:

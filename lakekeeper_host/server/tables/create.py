@@ -18,6 +18,7 @@ from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.authorize import authorize, created
 from lakekeeper_host.server.names import (
+    check_properties_size,
     conflict_for_existing,
     ident,
     validate_namespace,
@@ -136,6 +137,7 @@ async def create_table(
         raise bad_request("Invalid request body: properties must map strings to strings @ body.properties")
     properties = dict(properties)
     validate_table_properties(list(properties))
+    check_properties_size(properties, "table")
     metadata_io.codec(properties)
     stage_create = bool(body.get("stage-create"))
     format_version = format_version_for(warehouse, properties)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
+from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace, no_such_table
 from lakekeeper_host.server import events, metadata_io
-from lakekeeper_host.server.authorize import authorize, created
+from lakekeeper_host.server.authorize import authorize, created, data_permission
 from lakekeeper_host.server.names import (
     conflict_for_existing,
     ident,
@@ -17,7 +17,7 @@ from lakekeeper_host.server.resolve import (
     require_namespace,
 )
 from lakekeeper_host.server.settled_write import Swap, settled_write
-from lakekeeper_host.server.tables.load import access_request, load_etag, load_result_json
+from lakekeeper_host.server.tables.load import load_etag, load_result_json, table_config_for
 from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
 from lakekeeper_host.server.tabulars.register import insert_registered
 from lakekeeper_host.server.tabulars.staged import forget_staged, remove_staged
@@ -65,6 +65,10 @@ async def register_table(
     existing = await tabular_store.get_tabular(state.store, namespace.id, name)
     if existing is not None and (existing.typ != "table" or not overwrite):
         raise conflict_for_existing(existing.typ, parts, name, "table")
+    if existing is not None:
+        # replacing a table's metadata is a commit to that table, by whoever may commit to it; the
+        # caller does not become its owner (a create in the namespace must not take a table over)
+        await authorize(state, meta, "commit", "table", existing.id, warehouse.id, hidden=no_such_table(parts, name))
 
     # ------------------------------------------------ BUSINESS LOGIC
     storage = await state.storage_for(warehouse)
@@ -87,6 +91,9 @@ async def register_table(
             if current.typ != "table" or not overwrite:
                 raise conflict_for_existing(current.typ, parts, name, "table")
             await check_location_available(write.tx, warehouse, location, exclude_id=current.id)
+            if current.id != (existing.id if existing is not None else None):  # appeared after the check
+                await authorize(state, meta, "commit", "table", current.id, warehouse.id,
+                                hidden=no_such_table(parts, name))
             if not await tabular_store.cas_update_metadata(
                 write.tx, current.id, current.metadata_location, metadata_location, metadata_json, location=location
             ):
@@ -108,10 +115,13 @@ async def register_table(
     # registerTable
     events.table_registered(state, meta, warehouse, parts, name, row.id, body, prefix=warehouse.id)
     await forget_staged(state, replaced, warehouse.id)
-    await created(state, meta, "table", row.id, ("namespace", namespace.id), warehouse.id)
+    if current is None:  # a new table: the caller owns it
+        await created(state, meta, "table", row.id, ("namespace", namespace.id), warehouse.id)
+        permission: StoragePermission | None = StoragePermission.READ_WRITE_DELETE
+    else:
+        permission = await data_permission(state, meta, warehouse.id, row.id)
 
-    config = await storage.table_config(
-        access_request(meta, warehouse, parts, name, row, location, access, StoragePermission.READ_WRITE_DELETE)
-    )
-    etag = load_etag(warehouse, metadata_location, access, expires_at_ms=config.expires_at_ms)
+    config = await table_config_for(state, meta, warehouse, parts, name, row, location, access, permission)
+    etag = load_etag(warehouse, metadata_location, access, expires_at_ms=config.expires_at_ms if config else None,
+                     permission=permission)
     return load_result_json(metadata_location, metadata_json, config), etag

@@ -44,6 +44,31 @@ def parse_rename(body: Any) -> tuple[list[str], str, list[str], str]:
     return out[0], out[1], out[2], out[3]
 
 
+async def authorize_tabular_rename(
+    state: AppState, meta: RequestMetadata, kind: str, object_id: str, warehouse_id: str,
+    source_namespace_id: str, destination_namespace_id: str, *,
+    hidden_source: CatalogError, hidden_destination: CatalogError,
+) -> None:
+    """The rights a rename of a ``kind`` (``table``, ``view``; any tabular whose authorizer kind has
+    ``rename``/``move`` and whose namespaces have ``create_<kind>``) needs.
+
+    Within its namespace: ``rename`` on the object and ``create_<kind>`` in the namespace (Lakekeeper).
+    Into another namespace the object *moves* and takes that namespace's grants: whoever may act
+    there gets the same rights on it, the mover included -- an owner of the destination would
+    become its owner. So a move needs ``move`` on the object (grant authority and modify: the move
+    hands nobody a right the mover could not grant anyway) and ``accept_moved_tabular`` on the
+    destination (it arrives with its own grants; under managed access only a grant manager accepts
+    it), as Lakekeeper's model 4.x and as a namespace move (``move`` / ``accept_moved_namespace``).
+    """
+    moving = destination_namespace_id != source_namespace_id
+    await authorize(state, meta, "move" if moving else "rename", kind, object_id, warehouse_id, hidden=hidden_source)
+    await authorize(state, meta, f"create_{kind}", "namespace", destination_namespace_id, warehouse_id,
+                    hidden=hidden_destination)
+    if moving:
+        await authorize(state, meta, "accept_moved_tabular", "namespace", destination_namespace_id, warehouse_id,
+                        hidden=hidden_destination)
+
+
 async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, typ: str, body: Any) -> None:
     """Rename/move a table or view within the warehouse (across namespaces too).
 
@@ -62,9 +87,10 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
         raise no_such_namespace(dest_ns)
 
     # ------------------------------------------------ AUTHZ
-    await authorize(state, meta, "rename", typ, row.id, warehouse.id, hidden=_not_found(typ, source_ns, source_name))
-    await authorize(state, meta, f"create_{typ}", "namespace", destination.id, warehouse.id,
-                    hidden=no_such_namespace(dest_ns))
+    await authorize_tabular_rename(
+        state, meta, typ, row.id, warehouse.id, row.namespace_id, destination.id,
+        hidden_source=_not_found(typ, source_ns, source_name), hidden_destination=no_such_namespace(dest_ns),
+    )
     await state.contracts.check_rename(row, {"namespace": list(dest_ns), "name": dest_name})
 
     # ------------------------------------------------ BUSINESS LOGIC

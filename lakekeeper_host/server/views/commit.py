@@ -11,7 +11,7 @@ from pyiceberg.table.update import RemovePropertiesUpdate, SetPropertiesUpdate
 from lakekeeper_host.errors import bad_request, commit_failed, no_such_view
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.authorize import authorize
-from lakekeeper_host.server.names import ident
+from lakekeeper_host.server.names import check_properties_size, ident
 from lakekeeper_host.server.resolve import resolve_table
 from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.commit.parse import validate_table_properties
@@ -69,6 +69,8 @@ async def commit_view(
         base = vm.parse_view_metadata(row.metadata)
         vm.validate_requirements(requirements, base)
         metadata, changed = vm.update_view_metadata(base, updates)
+        if changed:
+            check_properties_size(metadata.properties, "view")
         await state.contracts.check_view_updates(list(updates), metadata)
         if not changed:
             config = await view_config(state, storage, warehouse, row.id, row.location, access)

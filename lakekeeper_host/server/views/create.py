@@ -9,7 +9,13 @@ from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import events, metadata_io
 from lakekeeper_host.server.authorize import authorize, created
-from lakekeeper_host.server.names import conflict_for_existing, ident, validate_namespace, validate_new_name
+from lakekeeper_host.server.names import (
+    check_properties_size,
+    conflict_for_existing,
+    ident,
+    validate_namespace,
+    validate_new_name,
+)
 from lakekeeper_host.server.resolve import require_namespace
 from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.spec_json import invalid
@@ -39,6 +45,7 @@ def _string_map(value: Any, what: str) -> dict[str, str]:
 
 def check_view_properties(keys: Sequence[str], properties: dict[str, str]) -> None:
     validate_table_properties(list(keys))
+    check_properties_size(properties, "view")
     metadata_io.codec(properties)
 
 

@@ -204,7 +204,8 @@ class _Store:
 
 
 class OpenFgaDouble:
-    """The double as an HTTP server on a free port, in its own thread (``start()`` / ``stop()``).
+    """The double as an HTTP server on a free port, in its own thread (``start()`` / ``stop()``; a
+    restarted double listens on its first port again and keeps its stores: an OpenFGA outage).
 
     ``requests`` counts the calls per endpoint so tests can see what reached "OpenFGA" (the cache).
     ``fail_writes = True`` makes every tuple write answer 503, as an OpenFGA that is down for writes
@@ -226,6 +227,7 @@ class OpenFgaDouble:
         self.authorization_headers: list[str | None] = []
         self.fail_writes = False
         self.url = ""
+        self._port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
@@ -233,10 +235,12 @@ class OpenFgaDouble:
     # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> OpenFgaDouble:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        sock.close()
+        if self._port is None:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            self._port = sock.getsockname()[1]
+            sock.close()
+        port = self._port
         ready = threading.Event()
 
         def run() -> None:

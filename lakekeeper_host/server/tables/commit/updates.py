@@ -40,6 +40,7 @@ from lakekeeper_host.errors import (
     bad_request,
 )
 from lakekeeper_host.server import metadata_io
+from lakekeeper_host.server.names import check_properties_size
 from lakekeeper_host.server.spec_json import check_sources, reason, schema_columns
 from lakekeeper_host.server.tables.commit.parse import AddEncryptionKeyUpdate, RemoveEncryptionKeyUpdate
 from lakekeeper_host.service.storage import Storage
@@ -341,6 +342,8 @@ def apply_updates(
             metadata = metadata.model_copy(update={"last_updated_ms": int(time.time() * 1000)})
         metadata.spec().check_compatible(metadata.schema())
         metadata.sort_order().check_compatible(metadata.schema())
+        if base is None or metadata.properties is not base.properties:
+            check_properties_size(metadata.properties, "table")
         metadata = revalidated(metadata)
     except CatalogError:
         raise

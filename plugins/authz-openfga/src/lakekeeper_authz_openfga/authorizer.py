@@ -9,11 +9,13 @@ tuples per user).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from urllib.parse import quote, unquote
 
+import aiohttp
 from openfga_sdk import ReadRequestTupleKey
 from openfga_sdk.client import ClientCheckRequest, OpenFgaClient
 from openfga_sdk.client.models import (
@@ -26,7 +28,7 @@ from openfga_sdk.client.models import (
     ClientWriteRequestOnMissingDeletes,
     ConflictOptions,
 )
-from openfga_sdk.exceptions import ApiException
+from openfga_sdk.exceptions import ApiException, RateLimitExceededError, ServiceException
 
 from lakekeeper_authz_openfga.cache import CheckKey, ListKey, TtlCache
 from lakekeeper_host.errors import CatalogError
@@ -35,6 +37,7 @@ from lakekeeper_host.service.authz import (
     Actor,
     Assignment,
     AuthorizerBase,
+    AuthorizerUnavailable,
     CatalogHierarchy,
     Principal,
     ReconcileReport,
@@ -85,6 +88,18 @@ _OWNER_RELATION = {"project": "project_admin"}
 # any user: with the wildcard tuple ``user:* managed_access``, every user has the flag
 _PROBE_USER = "user:managed-access-probe"
 _WRITE_CHUNK = 100  # OpenFGA's default maximum of tuples per write
+
+
+@contextlib.asynccontextmanager
+async def reaching_openfga() -> AsyncIterator[None]:
+    """OpenFGA down, unreachable or failing on its side (5xx, 429) is a 503 with ``Retry-After``
+    (:class:`AuthorizerUnavailable`), never a 500 and never an answer: every check fails closed."""
+    try:
+        yield
+    except (ServiceException, RateLimitExceededError) as exc:
+        raise AuthorizerUnavailable("OpenFGA", f"it answered {exc.status}") from exc
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise AuthorizerUnavailable("OpenFGA", f"{type(exc).__name__}") from exc
 
 
 def fga_object(resource: Resource) -> str:
@@ -248,8 +263,11 @@ class OpenFgaAuthorizer(AuthorizerBase):
         generation = self.list_cache.generation
         started = time.monotonic()
         try:
-            response = await self.client.list_objects(ClientListObjectsRequest(user=subject, relation=key[1],
-                                                                               type=kind))
+            async with reaching_openfga():
+                response = await self.client.list_objects(ClientListObjectsRequest(user=subject, relation=key[1],
+                                                                                   type=kind))
+        except AuthorizerUnavailable:
+            raise
         except ApiException as exc:
             log.warning("OpenFGA ListObjects %s failed, checking rows instead: %s", key, exc)
             return None
@@ -269,14 +287,16 @@ class OpenFgaAuthorizer(AuthorizerBase):
         generation = self.cache.generation
         if len(missing) == 1:
             user, relation, obj = missing[0]
-            response = await self.client.check(ClientCheckRequest(user=user, relation=relation, object=obj))
+            async with reaching_openfga():
+                response = await self.client.check(ClientCheckRequest(user=user, relation=relation, object=obj))
             results[missing[0]] = bool(response.allowed)
         elif missing:
             items = [ClientBatchCheckItem(user=u, relation=r, object=o, correlation_id=str(i))
                      for i, (u, r, o) in enumerate(missing)]
-            response = await self.client.batch_check(
-                ClientBatchCheckRequest(checks=items), {"max_batch_size": self.max_batch_check_size}
-            )
+            async with reaching_openfga():
+                response = await self.client.batch_check(
+                    ClientBatchCheckRequest(checks=items), {"max_batch_size": self.max_batch_check_size}
+                )
             for single in response.result:
                 if single.error is not None:
                     log.warning("OpenFGA check %s failed: %s", missing[int(single.correlation_id)], single.error)
@@ -300,13 +320,14 @@ class OpenFgaAuthorizer(AuthorizerBase):
         try:
             for start in range(0, len(operations), _WRITE_CHUNK):
                 chunk = operations[start:start + _WRITE_CHUNK]
-                await self.client.write(
-                    ClientWriteRequest(
-                        writes=[ClientTuple(*t) for op, t in chunk if op == "w"] or None,
-                        deletes=[ClientTuple(*t) for op, t in chunk if op == "d"] or None,
-                    ),
-                    options,
-                )
+                async with reaching_openfga():
+                    await self.client.write(
+                        ClientWriteRequest(
+                            writes=[ClientTuple(*t) for op, t in chunk if op == "w"] or None,
+                            deletes=[ClientTuple(*t) for op, t in chunk if op == "d"] or None,
+                        ),
+                        options,
+                    )
         finally:
             self.cache.invalidate()
             self.list_cache.invalidate()
@@ -320,7 +341,9 @@ class OpenFgaAuthorizer(AuthorizerBase):
             options: dict = {"page_size": 100}
             if token:
                 options["continuation_token"] = token
-            page = await self.client.read(ReadRequestTupleKey(user=user, relation=relation, object=object), options)
+            async with reaching_openfga():
+                page = await self.client.read(ReadRequestTupleKey(user=user, relation=relation, object=object),
+                                              options)
             found.extend((t.key.user, t.key.relation, t.key.object) for t in page.tuples or [])
             token = page.continuation_token
             if not token:

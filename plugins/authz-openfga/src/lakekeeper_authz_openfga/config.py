@@ -15,7 +15,7 @@ from lakekeeper_host.registry import StartupError
 
 DEFAULT_MODEL_PREFIX = "collaboration"
 # the version of model.fga; a changed model gets a new version so `lakekeeper migrate` writes it
-MODEL_VERSION = "1.1"  # 1.1: can_accept_moved_namespace on warehouse and namespace
+MODEL_VERSION = "1.2"  # 1.1: can_accept_moved_namespace; 1.2: can_move on tables/views, can_accept_moved_tabular
 
 
 @frozen
