@@ -27,8 +27,10 @@ class GenericTables:
             client.close()
 
     def namespace(self, *parts: str) -> None:
-        response = self.catalog.post("/namespaces", json={"namespace": list(parts)})
-        assert response.status_code == 200, response.text
+        """Create the namespace ``parts`` and its missing parents."""
+        for depth in range(1, len(parts) + 1):
+            response = self.catalog.post("/namespaces", json={"namespace": list(parts[:depth])})
+            assert response.status_code == 200 or (response.status_code == 409 and depth < len(parts)), response.text
 
     @staticmethod
     def collection(namespace: Sequence[str] | str) -> str:
