@@ -257,7 +257,7 @@ async def search_tabular(warehouse_id: str):
     return json_response({"tabulars": found})
 
 
-# ---------------------------------------------------------------- protection of namespaces, tables, views, generic tables
+# ---------------------------------------------------------------- protection of namespaces and tabulars
 
 
 @blueprint.get("/warehouse/<warehouse_id>/table/<table_id>/protection")

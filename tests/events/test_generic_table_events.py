@@ -31,7 +31,8 @@ def test_generic_table_mutations_emit_their_events(events_server, idp, tmp_path)
         body = {"name": "frames", "format": "lance", "properties": {"embedding-dim": "8"}}
         assert http.post(f"{gt}/namespaces/ai/generic-tables", json=body).status_code == 200
         [ident] = http.get(f"{gt}/namespaces/ai/generic-tables").json()["identifiers"]
-        rename = {"source": {"namespace": ["ai"], "name": "frames"}, "destination": {"namespace": ["ai"], "name": "clips"}}
+        rename = {"source": {"namespace": ["ai"], "name": "frames"},
+                  "destination": {"namespace": ["ai"], "name": "clips"}}
         assert http.post(f"{gt}/generic-tables/rename", json=rename).status_code == 204
         assert http.delete(f"{gt}/namespaces/ai/generic-tables/clips").status_code == 204
         undrop = http.post(f"{MGMT}/warehouse/{wid}/deleted-tabulars/undrop",

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import jsonschema
-import pytest
 
 from tests.catalog.helpers import SCHEMA, error, wait_for
 from tests.generic_tables.conftest import GenericTables

@@ -21,22 +21,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from botocore.exceptions import ClientError
 
 from lakekeeper_testing.services import SeaweedS3, seaweed_role_arn
+from tests.catalog import test_vended_permissions as vended
 from tests.catalog.helpers import error
-from tests.catalog.test_vended_permissions import (  # noqa: F401 - the fixtures, reused
-    BUCKET,
-    ROLE,
-    as_user,
-    denied,
-    grants_server,
-    idp,
-    plugin_path,
-    seaweed,
-)
 from tests.generic_tables.test_pylakekeeper import DIM, embeddings_table
 
+BUCKET, ROLE, denied = vended.BUCKET, vended.ROLE, vended.denied
+# the fixtures of the vended-credential tests, reused: SeaweedFS with STS (module scope), the OIDC
+# issuer, and a server with the test-only data-grants authorizer on SQLite and PostgreSQL
+seaweed, idp, plugin_path, grants_server, as_user = (
+    vended.seaweed, vended.idp, vended.plugin_path, vended.grants_server, vended.as_user
+)
 pytestmark = pytest.mark.s3
 pylakekeeper = pytest.importorskip("pylakekeeper")
 lance = pytest.importorskip("lance")
@@ -207,7 +203,7 @@ def test_remote_signing_signs_inside_the_generic_table_only(server, http, seawee
 
 
 @pytest.fixture
-def grants_generic_table(as_user, seaweed):  # noqa: F811 - the imported fixtures
+def grants_generic_table(as_user, seaweed):
     """A generic table created by ``writer`` on a fresh S3 warehouse with STS and remote signing:
     (its URL under /lakekeeper/v1, its location)."""
     writer = as_user("writer")
@@ -219,7 +215,7 @@ def grants_generic_table(as_user, seaweed):  # noqa: F811 - the imported fixture
     return url, created.json()["table"]["base-location"]
 
 
-def test_readers_get_read_only_credentials_and_signatures(as_user, seaweed, grants_generic_table):  # noqa: F811
+def test_readers_get_read_only_credentials_and_signatures(as_user, seaweed, grants_generic_table):
     url, location = grants_generic_table
     data_key = key_of(location) + "/data/0.lance"
     writer = as_user("writer")
@@ -244,7 +240,7 @@ def test_readers_get_read_only_credentials_and_signatures(as_user, seaweed, gran
     assert sign(writer, config, seaweed, data_key, "PUT").status_code == 200
 
 
-def test_without_read_data_no_credentials_and_no_signatures(as_user, seaweed, grants_generic_table):  # noqa: F811
+def test_without_read_data_no_credentials_and_no_signatures(as_user, seaweed, grants_generic_table):
     url, location = grants_generic_table
     blind = as_user("blind")
     loaded = blind.get(url, headers=VENDED)

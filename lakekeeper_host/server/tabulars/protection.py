@@ -20,6 +20,7 @@ from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import namespace_admin as ns_store
 from lakekeeper_host.store import tabular_admin
 
+
 def _uuid_or_404(value: str, what: str) -> str:
     try:
         return str(uuid.UUID(value))
