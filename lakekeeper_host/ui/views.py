@@ -430,7 +430,8 @@ async def set_protection(warehouse_id: str):
     if kind not in PROTECTABLE:
         await flash(f"Only a {', '.join(PROTECTABLE)} can be protected, not a {kind!r}.", "error")
         return redirect(back)
-    what = f"{kind.capitalize()} {form.get('label')!r}" if form.get("label") else kind.capitalize()
+    noun = kind.replace("-", " ").capitalize()
+    what = f"{noun} {form.get('label')!r}" if form.get("label") else noun
     path = protection_api_path(warehouse_id, kind, form.get("id"))
     return await act(lambda: api().management("POST", path, json={"protected": protected}),
                      f"{what} is protected." if protected else f"{what} is no longer protected.", back)
