@@ -326,3 +326,22 @@ def test_cli_prints_the_served_document(sqlite_server, tmp_path):
     assert document["paths"] == served["paths"]
     assert document["components"]["schemas"] == served["components"]["schemas"]
     assert not list(tmp_path.iterdir())  # no database made, no server started
+
+
+def test_a_recursive_namespace_drop_takes_generic_tables_along(gt, server):
+    gt.namespace("scratch", "deep")
+    location = gt.create(["scratch", "deep"], "frames").json()["table"]["base-location"]
+    assert gt.load(["scratch", "deep"], "frames").status_code == 200  # a writer's load makes the directory
+    Path(location.removeprefix("file://"), "0.lance").write_bytes(b"x")
+    [ident] = gt.http.get(gt.collection(["scratch", "deep"])).json()["identifiers"]
+    protection = f"{MGMT}/warehouse/{gt.warehouse_id}/generic-table/{ident['id']}/protection"
+    assert gt.management.post(protection, json={"protected": True}).status_code == 200
+    refused = gt.catalog.delete("/namespaces/scratch", params={"recursive": "true", "purge": "true"})
+    assert refused.status_code == 409 and error(refused)["type"] == "ChildTabularProtected"
+    assert error(refused)["message"] == "Generic table 'frames' below is protected; use force=true"
+
+    assert gt.management.post(protection, json={"protected": False}).status_code == 200
+    dropped = gt.catalog.delete("/namespaces/scratch", params={"recursive": "true", "purge": "true"})
+    assert dropped.status_code == 204, dropped.text
+    assert gt.management.get(protection).status_code == 404
+    wait_for(lambda: not files_under(location), what="the generic table's files to be purged with the namespace")
