@@ -61,7 +61,8 @@ async def test_an_existing_catalog_migrates_and_takes_generic_tables(store):
     async with store.transaction() as tx:
         await tx.execute("INSERT INTO tabular (id, warehouse_id, namespace_id, name, name_key, typ, location, "
                          "created_at) VALUES ('g', 'w', 'n', 'frames', 'frames', 'generic_table', 's3://b/g', 1)")
-        await tx.execute("INSERT INTO generic_table (id, warehouse_id, format, created_at) VALUES ('g', 'w', 'lance', 1)")
+        await tx.execute("INSERT INTO generic_table (id, warehouse_id, format, created_at) "
+                         "VALUES ('g', 'w', 'lance', 1)")
     with pytest.raises(Exception, match="(?i)check"):
         async with store.transaction() as tx:
             await tx.execute("INSERT INTO tabular (id, warehouse_id, namespace_id, name, name_key, typ, location, "
