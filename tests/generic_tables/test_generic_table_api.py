@@ -345,3 +345,20 @@ def test_a_recursive_namespace_drop_takes_generic_tables_along(gt, server):
     assert dropped.status_code == 204, dropped.text
     assert gt.management.get(protection).status_code == 404
     wait_for(lambda: not files_under(location), what="the generic table's files to be purged with the namespace")
+
+
+def test_a_soft_deleted_generic_table_expires_and_its_files_are_purged(server, tmp_path_factory):
+    soft = new_file_warehouse(server.url, tmp_path_factory, delete_profile={"type": "soft", "expiration-seconds": 1})
+    client = GenericTables(server.url, soft["id"])
+    try:
+        client.namespace("tmp")
+        location = client.create("tmp", "scratch").json()["table"]["base-location"]
+        assert client.load("tmp", "scratch").status_code == 200
+        Path(location.removeprefix("file://"), "0.lance").write_bytes(b"x")
+        assert client.drop("tmp", "scratch").status_code == 204  # soft, with purge (the default)
+        deleted = f"{MGMT}/warehouse/{soft['id']}/deleted-tabulars"
+        wait_for(lambda: not files_under(location), what="the expired generic table's files to be purged")
+        wait_for(lambda: client.management.get(deleted).json()["tabulars"] == [], what="the expiry to finish")
+        assert client.names("tmp") == [] and client.create("tmp", "scratch").status_code == 200
+    finally:
+        client.close()
