@@ -1,5 +1,5 @@
 """``lakekeeper serve | migrate | wait-for-db | healthcheck | plugins | maintain | rotate-encryption-key |
-authz reconcile | version``.
+authz reconcile | generic-table-openapi | version``.
 
 Errors are one clear line and a non-zero exit code, never a traceback.
 """
@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the authorizer's missing hierarchy records and delete those of objects the database no longer has",
     )
     reconcile.add_argument("--dry-run", action="store_true", help="only report what would change")
+    sub.add_parser(
+        "generic-table-openapi",
+        help="print the OpenAPI document of the Generic Table API (/lakekeeper/v1), as JSON (which is also YAML)",
+    )
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -300,6 +304,24 @@ def cmd_authz(settings: Settings, args) -> int:
     return 0
 
 
+def cmd_generic_table_openapi(settings: Settings, args) -> int:
+    """The document ``/api-docs/generic-table/v1/openapi.json`` serves, built from the same routes
+    without starting a server (no database, no identity provider contacted)."""
+    from lakekeeper_host.api.docs import DOCUMENTS, build_openapi
+    from lakekeeper_host.app import create_app
+
+    pm = _plugin_manager(settings)
+    registry = Registry.collect(pm)
+    app = create_app(settings, pm, registry=registry)
+
+    async def build() -> dict:
+        async with app.app_context():
+            return build_openapi(*DOCUMENTS["generic-table"], registry=registry, secured=settings.auth.enabled)
+
+    print(json.dumps(asyncio.run(build()), indent=2))
+    return 0
+
+
 COMMANDS = {
     "serve": cmd_serve,
     "migrate": cmd_migrate,
@@ -309,6 +331,7 @@ COMMANDS = {
     "rotate-encryption-key": cmd_rotate_encryption_key,
     "maintain": cmd_maintain,
     "authz": cmd_authz,
+    "generic-table-openapi": cmd_generic_table_openapi,
 }
 
 if __name__ == "__main__":

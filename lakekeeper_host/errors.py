@@ -52,6 +52,12 @@ def no_such_view(namespace, name: str) -> CatalogError:
     )
 
 
+def no_such_generic_table(namespace, name: str) -> CatalogError:
+    return CatalogError(
+        404, "NoSuchGenericTableException", f"Generic table does not exist: {'.'.join(namespace)}.{name}"
+    )
+
+
 def no_such_warehouse(message: str = "Warehouse does not exist") -> CatalogError:
     return CatalogError(404, "NoSuchWarehouseException", message)
 

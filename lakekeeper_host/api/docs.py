@@ -32,6 +32,7 @@ blueprint = Blueprint("docs", __name__)
 DOCUMENTS = {
     "catalog": ("/catalog/", "Lakekeeper Iceberg REST Catalog API"),
     "management": ("/management/", "Lakekeeper Management API"),
+    "generic-table": ("/lakekeeper/", "Lakekeeper Generic Table API"),
 }
 _PARAM = re.compile(r"<(?:[a-z]+:)?([a-zA-Z_]+)>")
 _PAGE = """<!doctype html>
@@ -43,7 +44,8 @@ _PAGE = """<!doctype html>
 <script>
 window.ui = SwaggerUIBundle({
   urls: [{url: "/api-docs/catalog/v1/openapi.json", name: "Iceberg REST Catalog"},
-         {url: "/api-docs/management/v1/openapi.json", name: "Management"}],
+         {url: "/api-docs/management/v1/openapi.json", name: "Management"},
+         {url: "/api-docs/generic-table/v1/openapi.json", name: "Generic Table"}],
   dom_id: "#swagger-ui", presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
   layout: "StandaloneLayout"});
 </script></body></html>"""
@@ -138,6 +140,7 @@ PATH_PARAMETERS = {
     "namespace": "Namespace, levels joined by %1F (unit separator), percent-encoded",
     "table": "Table name, percent-encoded",
     "view": "View name, percent-encoded",
+    "generic_table_id": "Generic table id",
 }
 _PAGING = ("pageToken", "pageSize")
 _LISTING = (*_PAGING, "returnUuids", "returnProtectionStatus")
@@ -152,6 +155,8 @@ QUERY: dict[str, tuple[str, ...]] = {
     "catalog.drop_table": ("purgeRequested", "force"),
     "views.list_views": _LISTING,
     "views.drop_view": ("purgeRequested", "force"),
+    "generic_tables.list_generic_tables": _PAGING,
+    "generic_tables.drop_generic_table": ("purgeRequested", "force"),
     "management_users.list_users": ("name", *_PAGING),
     "management_users.get_user_roles": _PAGING,
     "management_users.get_user_roles_transitive": _PAGING,
@@ -176,6 +181,7 @@ ACCESS_DELEGATION = frozenset({
     "catalog.create_table", "catalog.register_table", "catalog.load_table", "catalog.commit_table",
     "views.create_view", "views.load_view", "views.replace_view", "views.register_view",
     "credentials.load_credentials", "scan_planning.plan_table_scan",
+    "generic_tables.load_generic_table", "generic_tables.load_generic_table_credentials",
 })
 CONDITIONAL = frozenset({"catalog.load_table"})  # reads If-None-Match
 
@@ -185,6 +191,7 @@ SUCCESS: dict[str, tuple[int, ...]] = {
     **dict.fromkeys((
         "catalog.drop_namespace", "catalog.drop_table", "catalog.rename_table", "catalog.report_metrics",
         "catalog.commit_transaction", "views.drop_view", "views.rename_view", "scan_planning.cancel_planning",
+        "generic_tables.drop_generic_table", "generic_tables.rename_generic_table",
         "management.bootstrap", "management.delete_project", "management.delete_project_by_id",
         "management_maintenance.delete_table_maintenance", "management_tasks.set_queue_config",
         "management_tasks.control_tasks", "management_tasks.set_project_queue_config",
@@ -217,6 +224,8 @@ REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
     "views.register_view": "RegisterViewRequest",
     "views.replace_view": "CommitViewRequest",
     "views.rename_view": "RenameTableRequest",
+    "generic_tables.create_generic_table": "CreateGenericTableRequest",
+    "generic_tables.rename_generic_table": "RenameGenericTableRequest",
     "scan_planning.plan_table_scan": "PlanTableScanRequest",
     "scan_planning.fetch_scan_tasks": "FetchScanTasksRequest",
     **dict.fromkeys(("s3_signer.sign_global", "s3_signer.sign_in_warehouse", "s3_signer.sign_for_table"),
@@ -276,6 +285,7 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
         "management_warehouses.get_table_protection", "management_warehouses.set_table_protection",
         "management_warehouses.get_view_protection", "management_warehouses.set_view_protection",
         "management_warehouses.get_namespace_protection", "management_warehouses.set_namespace_protection",
+        "management_warehouses.get_generic_table_protection", "management_warehouses.set_generic_table_protection",
     ), "Protection"),
     **dict.fromkeys((
         "management_warehouses.validate_warehouse_creation", "management_warehouses.validate_storage_profile",
@@ -313,6 +323,10 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
     "views.register_view": "ViewResponse",
     "views.load_view": "ViewResponse",
     "views.replace_view": "ViewResponse",
+    "generic_tables.list_generic_tables": "ListGenericTablesResponse",
+    **dict.fromkeys(("generic_tables.create_generic_table", "generic_tables.load_generic_table"),
+                    "LoadGenericTableResponse"),
+    "generic_tables.load_generic_table_credentials": "LoadGenericTableCredentialsResponse",
     "scan_planning.plan_table_scan": ("PlanCompleted", "PlanSubmitted"),
     "scan_planning.fetch_planning_result": ("PlanCompleted", "PlanSubmitted", "PlanCancelled", "PlanFailed"),
     "scan_planning.fetch_scan_tasks": "ScanTasks",
@@ -356,9 +370,8 @@ def _schema(schemas: Schemas, model: Any) -> dict[str, Any]:
     return schemas.of(model) if model != {} else {"type": "object"}
 
 
-def _storage_schemas(schemas: Schemas) -> dict[str, dict[str, Any]]:
+def _storage_schemas(schemas: Schemas, registry: Any) -> dict[str, dict[str, Any]]:
     """``storage-profile`` / ``storage-credential``: one of the registered storage types."""
-    registry = state().registry
     profiles, credentials = [], []
     for spec in registry.unique(registry.storage):
         tag = {"type": "object", "properties": {"type": {"const": spec.storage_type}}}
@@ -459,10 +472,17 @@ def _used_parameters(paths: dict[str, dict]) -> dict[str, Any]:
     return {key: value for key, value in PARAMETERS.items() if key in used}
 
 
-def build_openapi(prefix: str, title: str) -> dict:
+def build_openapi(prefix: str, title: str, *, registry: Any = None, secured: bool | None = None) -> dict:
+    """The document of the routes under ``prefix`` of the current app. ``registry`` (the plugins'
+    storage types) and ``secured`` (a bearer token is required) default to the running server's;
+    ``lakekeeper generic-table-openapi`` passes them without one."""
+    if registry is None:
+        registry = state().registry
+    if secured is None:
+        secured = state().authenticator is not None
     head_ids = _lane_head_routes()
     schemas = Schemas()
-    schemas.field_overrides = _storage_schemas(schemas)
+    schemas.field_overrides = _storage_schemas(schemas, registry)
     paths: dict[str, dict] = {}
     operation_ids: set[str] = set()
     for rule in sorted(current_app.url_map.iter_rules(), key=lambda r: r.rule):
@@ -490,7 +510,7 @@ def build_openapi(prefix: str, title: str) -> dict:
     }
     used = reachable(document)  # the storage schemas are built for both documents, used by one
     document["components"]["schemas"] = {k: v for k, v in document["components"]["schemas"].items() if k in used}
-    if state().authenticator is not None:
+    if secured:
         document["components"]["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
         document["security"] = [{"bearerAuth": []}]
     return document

@@ -2,8 +2,9 @@
 
 Lakekeeper's paths: ``server``, ``project`` (the ``x-project-id``/default project) and
 ``project/{project_id}``, ``warehouse/{warehouse_id}``, ``namespace/{namespace_id}``,
-``warehouse/{warehouse_id}/table/{table_id}`` and ``.../view/{view_id}`` (also ``table/{table_id}``
-and ``view/{view_id}``, the older form), ``role/{role_id}``; then ``/access`` and ``/assignments``.
+``warehouse/{warehouse_id}/table/{table_id}``, ``.../view/{view_id}`` and
+``.../generic-table/{generic_table_id}`` (also ``table/{table_id}`` and ``view/{view_id}``, the older
+form), ``role/{role_id}``; then ``/access`` and ``/assignments``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ OBJECTS: dict[str, tuple[str, str, str | None, str | None]] = {
     "table_by_id": ("/table/<table_id>", "table", "table_id", None),
     "view": ("/warehouse/<warehouse_id>/view/<view_id>", "view", "view_id", "warehouse_id"),
     "view_by_id": ("/view/<view_id>", "view", "view_id", None),
+    "generic_table": ("/warehouse/<warehouse_id>/generic-table/<generic_table_id>", "generic_table",
+                      "generic_table_id", "warehouse_id"),
     "role": ("/role/<role_id>", "role", "role_id", None),
 }
 PERMISSION_OBJECTS = tuple(OBJECTS)

@@ -20,14 +20,7 @@ DEFAULT_ATTEMPTS = 5
 
 
 def entity_json(row: TaskRow | TaskLogRow) -> dict[str, Any]:
-    typ = row.entity_type or "warehouse"
-    key = {"table": "table-id", "view": "view-id", "warehouse": "warehouse-id", "project": "project-id"}.get(
-        typ, f"{typ}-id"
-    )
-    entity = {"type": typ, key: row.entity_id}
-    if row.warehouse_id:
-        entity["warehouse-id"] = row.warehouse_id
-    return entity
+    return tasks.entity_json(row.entity_type, row.entity_id, row.warehouse_id)
 
 
 def _duration(ms: int | None) -> str | None:

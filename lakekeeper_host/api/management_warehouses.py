@@ -19,7 +19,7 @@ from lakekeeper_host.api.common import (
 )
 from lakekeeper_host.errors import bad_request, not_found
 from lakekeeper_host.serde import iso_timestamp, structure_body
-from lakekeeper_host.server import statistics, warehouses
+from lakekeeper_host.server import kinds, statistics, warehouses
 from lakekeeper_host.server.authorize import authorize, authorize_warehouse, visible
 from lakekeeper_host.server.namespaces import admin as namespace_admin
 from lakekeeper_host.server.projects import authorize_project, resolve_project_id
@@ -241,8 +241,11 @@ async def undrop_tabulars(warehouse_id: str):
     warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
     await authorize_warehouse(state(), metadata(), "use", warehouse.id)
     for target in body.targets:
-        await authorize(state(), metadata(), "undrop", target.type, target.id, warehouse.id,
-                        hidden=not_found(f"{target.type.title()} {target.id} not found", "TabularNotFound"))
+        kind = kinds.from_wire(target.type)
+        if kind is None:
+            raise bad_request(f"targets[].type must be 'table', 'view' or 'generic-table', got {target.type!r}")
+        await authorize(state(), metadata(), "undrop", kind, target.id, warehouse.id,
+                        hidden=not_found(f"{kinds.label(kind)} {target.id} not found", "TabularNotFound"))
     await deletion.undrop_tabulars(state(), metadata(), warehouse, body.targets)
     return empty(204)
 
@@ -253,7 +256,7 @@ async def search_tabular(warehouse_id: str):
     return json_response({"tabulars": found})
 
 
-# ---------------------------------------------------------------- protection of namespaces, tables, views
+# ---------------------------------------------------------------- protection of namespaces and tabulars
 
 
 @blueprint.get("/warehouse/<warehouse_id>/table/<table_id>/protection")
@@ -280,6 +283,21 @@ async def set_view_protection(warehouse_id: str, view_id: str):
     return json_response(
         await set_tabular_protection(state(), metadata(), warehouse_id, view_id, "view", body.protected)
     )
+
+
+@blueprint.get("/warehouse/<warehouse_id>/generic-table/<generic_table_id>/protection")
+async def get_generic_table_protection(warehouse_id: str, generic_table_id: str):
+    return json_response(
+        await get_tabular_protection(state(), metadata(), warehouse_id, generic_table_id, kinds.GENERIC_TABLE)
+    )
+
+
+@blueprint.post("/warehouse/<warehouse_id>/generic-table/<generic_table_id>/protection")
+async def set_generic_table_protection(warehouse_id: str, generic_table_id: str):
+    body = structure_body(await json_body(), ProtectionRequest)
+    return json_response(await set_tabular_protection(
+        state(), metadata(), warehouse_id, generic_table_id, kinds.GENERIC_TABLE, body.protected
+    ))
 
 
 @blueprint.get("/warehouse/<warehouse_id>/namespace/<namespace_id>/protection")

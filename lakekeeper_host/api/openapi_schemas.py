@@ -262,6 +262,64 @@ HAND_SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {"report-type": {"enum": ["scan-report", "commit-report"]}, "table-name": {"type": "string"},
                        "snapshot-id": {"type": "integer"}},
     },
+    # the Generic Table API (Lakekeeper's generic-table-open-api.yaml)
+    "CreateGenericTableRequest": {
+        "type": "object", "required": ["name", "format"],
+        "properties": {
+            "name": {"type": "string"},
+            "format": {"type": "string", "pattern": "^[a-z][a-z0-9_-]{0,63}$",
+                       "description": "Opaque format name: lance, parquet, delta, ..."},
+            "base-location": {"type": ["string", "null"],
+                              "description": "Inside the warehouse, overlapping no other table (default: assigned)"},
+            "doc": {"type": ["string", "null"]},
+            "properties": _STRING_MAP,
+            "schema": {"description": "Any JSON (at most 1 MiB); stored, never interpreted"},
+            "statistics": {"description": "Any JSON (at most 1 MiB); stored, never interpreted"},
+        },
+    },
+    "GenericTableData": {
+        "type": "object", "required": ["name", "format", "base-location", "protected"],
+        "properties": {
+            "name": {"type": "string"}, "format": {"type": "string"}, "base-location": {"type": "string"},
+            "protected": {"type": "boolean", "description": "Whether the generic table is protected from deletion"},
+            "doc": {"type": ["string", "null"]}, "properties": _STRING_MAP, "schema": {}, "statistics": {},
+        },
+    },
+    "GenericTableStorageCredential": {
+        "type": "object", "required": ["prefix", "config"],
+        "properties": {"prefix": {"type": "string"}, "config": _STRING_MAP},
+    },
+    "LoadGenericTableResponse": {
+        "type": "object", "required": ["table"],
+        "properties": {
+            "table": ref("GenericTableData"),
+            "config": {"type": ["object", "null"], "additionalProperties": {"type": "string"},
+                       "description": "Storage properties; absent for a caller without read_data"},
+            "storage-credentials": {"type": ["array", "null"], "items": ref("GenericTableStorageCredential")},
+        },
+    },
+    "LoadGenericTableCredentialsResponse": {
+        "type": "object", "required": ["storage-credentials"],
+        "properties": {"storage-credentials": {"type": "array", "items": ref("GenericTableStorageCredential")}},
+    },
+    "GenericTableIdentifier": {
+        "type": "object", "required": ["namespace", "name"],
+        "properties": {"namespace": _STRINGS, "name": {"type": "string"}, "format": {"type": ["string", "null"]},
+                       "id": {"type": ["string", "null"], "format": "uuid"}},
+    },
+    "ListGenericTablesResponse": {
+        "type": "object", "required": ["identifiers"],
+        "properties": {"identifiers": {"type": "array", "items": ref("GenericTableIdentifier")},
+                       "next-page-token": {"type": ["string", "null"]}},
+    },
+    "RenameGenericTableRequest": {
+        "type": "object", "required": ["source", "destination"],
+        "properties": {"source": ref("RenameGenericTableTarget"), "destination": ref("RenameGenericTableTarget")},
+    },
+    "RenameGenericTableTarget": {
+        "type": "object", "required": ["namespace", "name"],
+        "properties": {"namespace": _STRINGS, "name": {"type": "string"}},
+    },
 }  # fmt: skip
 
 _TEXT_OR_NULL = {"anyOf": [{"type": "string"}, {"type": "null"}]}

@@ -46,6 +46,8 @@ OPEN_PATHS = ("/health", "/swagger-ui", "/api-docs", "/ui", "/")
 CONFIG_PATH = "/catalog/v1/config"
 EXTENSION = "lakekeeper_pipeline"
 COUNTED_PREFIXES = ("/catalog/", "/management/", "/lakekeeper/")
+# routed on the raw (still percent-encoded) path: names may hold "/" (see PipelineASGI)
+RAW_ROUTED = (b"/catalog/v1/", b"/lakekeeper/v1/")
 
 
 def is_open(path: str) -> bool:
@@ -72,7 +74,7 @@ class Pipeline:
         """Why a request is refused before authentication (read-only maintenance mode), or None."""
         if self.settings.host.maintenance_mode != "read-only" or method in ("GET", "HEAD", "OPTIONS"):
             return None
-        if not path.startswith(("/catalog/", "/management/")):
+        if not path.startswith(("/catalog/", "/management/", "/lakekeeper/")):
             return None
         error = service_unavailable("The server is in read-only maintenance mode", "MaintenanceModeError")
         error.headers["Retry-After"] = "60"
@@ -176,9 +178,10 @@ class TimeLimitedQuart(Quart):
 class PipelineASGI:
     """The one ASGI wrapper in front of Quart.
 
-    ``/catalog/v1/...`` is routed on the undecoded path (a table named ``a/b`` arrives as ``a%2Fb``
-    and must not split a path segment; handlers decode parameters with ``server/names.py``), and the
-    read routes are answered by the read lane without Quart's per-request machinery.
+    ``/catalog/v1/...`` and ``/lakekeeper/v1/...`` (the Generic Table API) are routed on the undecoded
+    path (a table named ``a/b`` arrives as ``a%2Fb`` and must not split a path segment; handlers
+    decode parameters with ``server/names.py``), and the read routes are answered by the read lane
+    without Quart's per-request machinery.
     """
 
     def __init__(self, steps: Pipeline, inner: Any):
@@ -190,7 +193,7 @@ class PipelineASGI:
             if await self.lane.refuse_body(scope, send):
                 return
             raw = scope.get("raw_path")
-            if raw and raw.startswith(b"/catalog/v1/"):
+            if raw and raw.startswith(RAW_ROUTED):
                 raw_path = raw.split(b"?", 1)[0].decode("utf-8", "replace")
                 if await self.lane.serve(scope, raw_path, send):
                     return

@@ -147,14 +147,19 @@ class FileStorage:
             # Unlike an object store, a directory must exist before a file goes into it. A staged
             # table has no metadata file yet, and DuckDB writes its first manifest into
             # <table>/metadata/ without creating the directory (its CTAS failed with "No such file").
+            # A generic table has no Iceberg metadata: its own directory is what writers need
+            # (PyArrow writes a Parquet file into it without creating it).
             # Called on every writable load: usually the directory is there and one stat() answers,
             # inline (a worker-thread hop costs more than the syscall).
-            metadata_dir = path_of(join_location(request.table_location, "metadata"))
-            if not metadata_dir.is_dir():
+            needed = request.table_location if request.tabular_kind == "generic_table" else join_location(
+                request.table_location, "metadata"
+            )
+            directory = path_of(needed)
+            if not directory.is_dir():
                 try:
-                    await asyncio.to_thread(metadata_dir.mkdir, parents=True, exist_ok=True)
+                    await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
                 except OSError as exc:  # a courtesy to such writers: a load must not fail over it
-                    log.debug("cannot create %s: %s", metadata_dir, exc)
+                    log.debug("cannot create %s: %s", directory, exc)
         return TableConfig()
 
     def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:

@@ -30,7 +30,8 @@ FILTER_CHUNK_MAX = 1000  # rows read per database page while filtering a list
 
 # the action that decides whether a caller may see an object of a kind at all
 SEE = {"project": "get_metadata", "warehouse": "get_metadata", "namespace": "get_metadata",
-       "table": "get_metadata", "view": "get_metadata", "role": "read", "user": "read"}
+       "table": "get_metadata", "view": "get_metadata", "generic_table": "get_metadata", "role": "read",
+       "user": "read"}
 
 
 def checking_actor(state: AppState, meta: RequestMetadata) -> Actor | None:
@@ -200,10 +201,11 @@ async def _one_page(
 
 
 async def data_permission(
-    state: AppState, meta: RequestMetadata, warehouse_id: str, tabular_id: str
+    state: AppState, meta: RequestMetadata, warehouse_id: str, tabular_id: str, kind: str = "table"
 ) -> StoragePermission | None:
-    """What the caller may do with the table's files (Lakekeeper ``StoragePermissions``):
-    read-write-delete with ``write_data``, read with only ``read_data``, None with neither.
+    """What the caller may do with the files of a table or generic table (``kind``; Lakekeeper
+    ``StoragePermissions``): read-write-delete with ``write_data``, read with only ``read_data``,
+    None with neither.
 
     Vended credentials and the signer follow the same two actions, so a reader never gets
     credentials that could write.
@@ -211,7 +213,7 @@ async def data_permission(
     actor = checking_actor(state, meta)
     if actor is None:
         return StoragePermission.READ_WRITE_DELETE
-    resource = Resource("table", tabular_id, warehouse_id)
+    resource = Resource(kind, tabular_id, warehouse_id)
     if await state.authorizer.is_allowed(actor, "write_data", resource):
         return StoragePermission.READ_WRITE_DELETE
     if await state.authorizer.is_allowed(actor, "read_data", resource):

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from lakekeeper_host.server import kinds
 from lakekeeper_host.service.events import CloudEvent, utc_now_iso
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.store.db import new_id
@@ -42,6 +43,9 @@ CREATE_VIEW = "createView"
 UPDATE_VIEW = "updateView"
 DROP_VIEW = "dropView"
 RENAME_VIEW = "renameView"
+CREATE_GENERIC_TABLE = "createGenericTable"
+DROP_GENERIC_TABLE = "dropGenericTable"
+RENAME_GENERIC_TABLE = "renameGenericTable"
 UNDROP_TABULARS = "undropTabulars"
 CREATE_NAMESPACE = "createNamespace"
 DROP_NAMESPACE = "dropNamespace"
@@ -246,10 +250,40 @@ def view_renamed(state, meta, warehouse, namespace, name, tabular_id, data=None,
     return _tabular_event(state, meta, RENAME_VIEW, "view", warehouse, namespace, name, tabular_id, data, prefix)
 
 
+# ---------------------------------------------------------------- generic tables (tabular-type generic-table)
+
+GENERIC = kinds.wire(kinds.GENERIC_TABLE)
+
+
+def generic_table_created(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+    """``createGenericTable``; ``data`` is the create request JSON."""
+    return _tabular_event(state, meta, CREATE_GENERIC_TABLE, GENERIC, warehouse, namespace, name, tabular_id, data,
+                          prefix)
+
+
+def generic_table_dropped(state, meta, warehouse, namespace, name, tabular_id, *, prefix=None):
+    """``dropGenericTable``; ``data`` is null."""
+    return _tabular_event(state, meta, DROP_GENERIC_TABLE, GENERIC, warehouse, namespace, name, tabular_id, None,
+                          prefix)
+
+
+def generic_table_renamed(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+    """``renameGenericTable``; ``namespace``/``name`` are the SOURCE identifier, ``data`` the rename request."""
+    return _tabular_event(state, meta, RENAME_GENERIC_TABLE, GENERIC, warehouse, namespace, name, tabular_id, data,
+                          prefix)
+
+
 def tabular_dropped(state, meta, warehouse, namespace, name, tabular_id, tabular_type: str, *, prefix=None):
-    """``dropTable`` or ``dropView`` by ``tabular_type``."""
-    fn = view_dropped if tabular_type == "view" else table_dropped
+    """``dropTable``, ``dropView`` or ``dropGenericTable`` by ``tabular_type`` (a kind)."""
+    fn = {kinds.VIEW: view_dropped, kinds.GENERIC_TABLE: generic_table_dropped}.get(tabular_type, table_dropped)
     return fn(state, meta, warehouse, namespace, name, tabular_id, prefix=prefix)
+
+
+def tabular_renamed(state, meta, warehouse, namespace, name, tabular_id, tabular_type: str, data=None, *,
+                    prefix=None):
+    """``renameTable``, ``renameView`` or ``renameGenericTable`` by ``tabular_type`` (a kind)."""
+    fn = {kinds.VIEW: view_renamed, kinds.GENERIC_TABLE: generic_table_renamed}.get(tabular_type, table_renamed)
+    return fn(state, meta, warehouse, namespace, name, tabular_id, data, prefix=prefix)
 
 
 # ---------------------------------------------------------------- undrop
@@ -265,8 +299,8 @@ def tabulars_undropped(
 ) -> list[CloudEvent]:
     """One ``undropTabulars`` per restored tabular (``sequence-number``/``num-events`` set).
 
-    ``tabulars`` holds objects or dicts with ``id``, ``name``, ``typ`` (``table``/``view``) and
-    ``namespace`` (list of parts or joined string).
+    ``tabulars`` holds objects or dicts with ``id``, ``name``, ``typ`` (a kind: ``table``, ``view``,
+    ``generic_table``) and ``namespace`` (list of parts or joined string).
     """
     items = list(tabulars)
 
@@ -279,7 +313,7 @@ def tabulars_undropped(
             UNDROP_TABULARS,
             None,
             warehouse_id=_id_of(warehouse),
-            tabular_type=str(get(item, "typ", None) or get(item, "type", "table")),
+            tabular_type=kinds.wire(str(get(item, "typ", None) or get(item, "type", "table"))),
             tabular_id=str(get(item, "id")),
             namespace=get(item, "namespace", None),
             name=get(item, "name"),

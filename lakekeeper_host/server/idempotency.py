@@ -76,6 +76,10 @@ OPERATIONS = frozenset(
         "dropView",
         "renameView",
         "registerView",
+        # the Generic Table API (Lakekeeper's generic-table-v1 create, drop and rename)
+        "createGenericTable",
+        "dropGenericTable",
+        "renameGenericTable",
     }
 )
 _NOT_REPLAYED = frozenset({401, 403, 408, 419, 429})

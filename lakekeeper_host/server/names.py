@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from urllib.parse import unquote_plus
 
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request
+from lakekeeper_host.server import kinds
 from lakekeeper_host.store.namespaces import NAMESPACE_SEPARATOR
 
 MAX_NAMESPACE_DEPTH = 5
@@ -146,11 +147,11 @@ def check_properties_size(properties: Mapping[str, str], what: str) -> None:
 def conflict_for_existing(kind_found: str, namespace: Sequence[str], name: str, kind_wanted: str) -> CatalogError:
     """409 for a name already used in the namespace, worded as the Iceberg tests expect.
 
-    The same kind: "Table already exists: ns.t"; the other kind: "View with same name already
-    exists: ns.t" (tables and views share one name space).
+    The same kind: "Table already exists: ns.t"; another kind: "View with same name already
+    exists: ns.t" (tables, views and generic tables share one name space).
     """
 
-    label = "Table" if kind_found == "table" else "View"
+    label = kinds.label(kind_found)
     if kind_found == kind_wanted:
         return already_exists(f"{label} already exists: {ident(namespace, name)}")
     return already_exists(f"{label} with same name already exists: {ident(namespace, name)}")

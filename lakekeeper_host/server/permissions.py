@@ -1,7 +1,7 @@
 """The permissions API (``/management/v1/permissions/...``, Lakekeeper's paths and JSON).
 
 My access, assignments, managed access and the check, for server, project, warehouse, namespace,
-table, view and role. The configured authorizer keeps and judges the grants; this module finds the
+table, view, generic table and role. The configured authorizer keeps and judges the grants; this module finds the
 object (404 when it does not exist or the caller may not see it), asks the host's one AUTHZ module
 and turns assignments to and from Lakekeeper's JSON. The allow-all authorizer keeps no grants: its
 assignment and managed-access calls answer 501.
@@ -25,7 +25,7 @@ from lakekeeper_host.store import roles as role_store
 from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store import warehouses as warehouse_store
 
-KINDS = ("server", "project", "warehouse", "namespace", "table", "view", "role")
+KINDS = ("server", "project", "warehouse", "namespace", "table", "view", "generic_table", "role")
 MANAGED_ACCESS_KINDS = ("warehouse", "namespace")
 
 
@@ -41,8 +41,9 @@ def _uuid(value: str | None, what: str) -> str:
 
 def _missing(kind: str, object_id: str) -> CatalogError:
     types = {"project": "ProjectNotFound", "warehouse": "WarehouseNotFound", "namespace": "NoSuchNamespaceException",
-             "table": "NoSuchTableException", "view": "NoSuchViewException", "role": "RoleNotFound"}
-    return not_found(f"{kind.capitalize()} {object_id} does not exist", types[kind])
+             "table": "NoSuchTableException", "view": "NoSuchViewException",
+             "generic_table": "NoSuchGenericTableException", "role": "RoleNotFound"}
+    return not_found(f"{kind.replace('_', ' ').capitalize()} {object_id} does not exist", types[kind])
 
 
 async def resolve(
@@ -69,7 +70,7 @@ async def resolve(
         if namespace is None:
             raise _missing("namespace", object_id)
         return Resource("namespace", object_id, namespace.warehouse_id)
-    if kind in ("table", "view"):
+    if kind in ("table", "view", "generic_table"):
         tabular = await tabular_store.get_tabular_by_id(state.store, object_id)
         if (tabular is None or tabular.typ != kind or tabular.deleted_at is not None
                 or (warehouse_id is not None and tabular.warehouse_id != _uuid(warehouse_id, "warehouse id"))):
@@ -212,9 +213,9 @@ async def check(state: AppState, meta: RequestMetadata, body: Any) -> bool:
     if kind not in KINDS or not isinstance(target, dict):
         raise bad_request(f"Invalid request body: operation.{kind} is not a checkable object", "InvalidCheck")
     action = target.get("action")
-    if action not in ACTIONS[kind]:
+    if action not in ACTIONS.get(kind, ()):
         raise bad_request(f"Invalid request body: {action!r} is not an action on a {kind}; one of: "
-                          f"{', '.join(ACTIONS[kind])}", "InvalidCheck")
+                          f"{', '.join(ACTIONS.get(kind, ()))}", "InvalidCheck")
     resource = await _check_target(state, meta, kind, target)
     identity = body.get("identity")
     principal = principal_from_json(identity, "identity") if identity is not None else None

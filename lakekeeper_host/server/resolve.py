@@ -1,4 +1,5 @@
-"""Resolving what a request is about: warehouse, namespace, table or view; a missing one is a 404."""
+"""Resolving what a request is about: warehouse, namespace, table, view or generic table; a missing one
+is a 404."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from lakekeeper_host.errors import (
     CatalogError,
     bad_request,
+    no_such_generic_table,
     no_such_namespace,
     no_such_table,
     no_such_view,
@@ -80,6 +82,8 @@ async def require_namespace(state: AppState, warehouse: WarehouseRow, parts: Seq
 
 
 def _not_found(typ: str, namespace: Sequence[str], name: str) -> CatalogError:
+    if typ == "generic_table":
+        return no_such_generic_table(namespace, name)
     return no_such_table(namespace, name) if typ == "table" else no_such_view(namespace, name)
 
 

@@ -23,7 +23,7 @@ from lakekeeper_host.errors import CatalogError, bad_request, not_found
 from lakekeeper_host.ids import now_ms
 from lakekeeper_host.registry import TaskQueueSpec, normalize_name
 from lakekeeper_host.serde import structure_body
-from lakekeeper_host.server import pagination
+from lakekeeper_host.server import kinds, pagination
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.tabulars.deletion import entity_name, expire_tabular, purge_tabular
 from lakekeeper_host.service.state import AppState
@@ -353,18 +353,32 @@ def _string_list(body: dict, field: str) -> list[str] | None:
     return value
 
 
+ENTITY_ID_KEYS = {"table": "table-id", "view": "view-id", "generic-table": "generic-table-id",
+                  "warehouse": "warehouse-id", "project": "project-id"}
+
+
 def parse_entity(entity: Any, field: str) -> tuple[str, str]:
-    """``{"type": "table", "table-id": ...}`` (also view, warehouse, project) -> (type, id)."""
+    """``{"type": "table", "table-id": ...}`` (also view, generic-table, warehouse, project) -> (type,
+    id); a generic table's type is its kind, ``generic_table``."""
     if not isinstance(entity, dict) or not isinstance(entity.get("type"), str):
         raise bad_request(f"Invalid request body: expected an entity object with a type @ body.{field}")
     typ = entity["type"]
-    key = {"table": "table-id", "view": "view-id", "warehouse": "warehouse-id", "project": "project-id"}.get(typ)
+    key = ENTITY_ID_KEYS.get(typ)
     if key is None:
         raise bad_request(f"Invalid request body: unknown entity type {typ!r} @ body.{field}.type")
     value = entity.get(key, entity.get("id"))
     if not isinstance(value, str):
         raise bad_request(f"Invalid request body: required field missing @ body.{field}.{key}")
-    return typ, value
+    return kinds.from_wire(typ) or typ, value
+
+
+def entity_json(entity_type: str | None, entity_id: str | None, warehouse_id: str | None) -> dict[str, Any]:
+    """A task's entity as Lakekeeper writes it: ``{"type": "generic-table", "generic-table-id": ...}``."""
+    typ = kinds.wire(entity_type or "warehouse")
+    entity = {"type": typ, ENTITY_ID_KEYS.get(typ, f"{typ}-id"): entity_id}
+    if warehouse_id:
+        entity["warehouse-id"] = warehouse_id
+    return entity
 
 
 def _task_uuid(value: str) -> str:
@@ -560,10 +574,11 @@ async def _entity_name(state: AppState, warehouse_id: str, entity_type: str, ent
         if warehouse is None or warehouse.id != warehouse_id:
             raise not_found(f"Warehouse {entity_id} does not exist", "WarehouseNotFound")
         return [warehouse.name]
-    if entity_type in ("table", "view"):
+    if entity_type in kinds.KINDS:
         tabular = await tabular_admin.get_tabular_info(state.store, warehouse_id, entity_id)
         if tabular is None or tabular.typ != entity_type:
-            raise not_found(f"{entity_type.title()} {entity_id} does not exist", f"{entity_type.title()}NotFound")
+            raise not_found(f"{kinds.label(entity_type)} {entity_id} does not exist",
+                            f"{kinds.error_label(entity_type)}NotFound")
 
         return await entity_name(state.store, tabular.namespace_id, tabular.name)
     raise bad_request(f"Tasks cannot be scheduled for entity type {entity_type!r}", "UnsupportedEntity")

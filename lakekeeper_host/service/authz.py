@@ -56,7 +56,8 @@ class AuthorizerUnavailable(CatalogError):
 
 @frozen
 class Resource:
-    """What an action is about: ``kind`` in server|project|warehouse|namespace|table|view|role|user."""
+    """What an action is about: ``kind`` in server|project|warehouse|namespace|table|view|generic_table|
+    role|user."""
 
     kind: str
     id: str
@@ -100,7 +101,8 @@ ACTIONS: dict[str, tuple[str, ...]] = {
 
 # What Lakekeeper calls data access: instance admins (LAKEKEEPER__INSTANCE_ADMINS) pass every other
 # check (the control plane), never these.
-DATA_PLANE_ACTIONS = frozenset({("table", "read_data"), ("table", "write_data"), ("view", "select")})
+DATA_PLANE_ACTIONS = frozenset({("table", "read_data"), ("table", "write_data"), ("view", "select"),
+                                ("generic_table", "read_data"), ("generic_table", "write_data")})
 
 
 @frozen

@@ -69,6 +69,9 @@ class TableAccessRequest:
     signer_uri: str | None = None
     signer_endpoint: str | None = None
     soft_delete_enabled: bool = False
+    # "table", "view" or "generic_table" (Lance, Parquet, ...: no Iceberg metadata; engines write
+    # whatever the format needs under ``table_location``)
+    tabular_kind: str = "table"
 
 
 @frozen

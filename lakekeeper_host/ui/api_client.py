@@ -86,3 +86,8 @@ class ConsoleApi:
     async def catalog(self, method: str, warehouse_name: str, path: str, json: Any = None, **params: Any) -> Any:
         prefix = await self.catalog_prefix(warehouse_name)
         return await self.call(method, f"/catalog/v1/{prefix}{path}", json=json, params=params)
+
+    async def generic(self, method: str, warehouse_name: str, path: str, json: Any = None, **params: Any) -> Any:
+        """The Generic Table API (``/lakekeeper/v1/{prefix}``), on the same prefix as the catalog."""
+        prefix = await self.catalog_prefix(warehouse_name)
+        return await self.call(method, f"/lakekeeper/v1/{prefix}{path}", json=json, params=params)

@@ -398,7 +398,7 @@ async def warehouse_status(warehouse_id: str):
                      f"Warehouse {action}d.", url_for("console.warehouse", warehouse_id=warehouse_id))
 
 
-PROTECTABLE = ("warehouse", "namespace", "table", "view")
+PROTECTABLE = ("warehouse", "namespace", "table", "view", "generic-table")
 
 
 def protection_api_path(warehouse_id: str, kind: str, object_id: str | None) -> str:
@@ -430,7 +430,8 @@ async def set_protection(warehouse_id: str):
     if kind not in PROTECTABLE:
         await flash(f"Only a {', '.join(PROTECTABLE)} can be protected, not a {kind!r}.", "error")
         return redirect(back)
-    what = f"{kind.capitalize()} {form.get('label')!r}" if form.get("label") else kind.capitalize()
+    noun = kind.replace("-", " ").capitalize()
+    what = f"{noun} {form.get('label')!r}" if form.get("label") else noun
     path = protection_api_path(warehouse_id, kind, form.get("id"))
     return await act(lambda: api().management("POST", path, json={"protected": protected}),
                      f"{what} is protected." if protected else f"{what} is no longer protected.", back)
@@ -501,11 +502,14 @@ async def namespace(warehouse_id: str):
                                  pageToken=request.args.get("tables_token"), pageSize=page_size())
     views = await api().catalog("GET", name, f"/namespaces/{segment}/views", returnProtectionStatus="true",
                                 pageToken=request.args.get("views_token"), pageSize=page_size())
+    generic = await api().generic("GET", name, f"/namespaces/{segment}/generic-tables",
+                                  pageToken=request.args.get("generic_token"), pageSize=page_size())
     children = await child_namespaces(name, parts)
     tree = await namespace_tree(details, parts)
     protection = await protection_of(warehouse_id, "namespace", properties.get("namespace-uuid"))
     return await render_template("namespace.html", warehouse=details, ns=parts, properties=properties,
-                                 tables=tables, views=views, children=children, tree=tree, current_ns=parts,
+                                 tables=tables, views=views, generic=generic, children=children, tree=tree,
+                                 current_ns=parts,
                                  protection=protection)
 
 
@@ -636,6 +640,83 @@ async def view(warehouse_id: str):
                                  current_ns=parts, protection=protection)
 
 
+# ---------------------------------------------------------------- generic tables (Lance, Parquet, ...)
+
+
+def generic_table_path(parts: list[str], name: str) -> str:
+    return f"/namespaces/{encode_namespace(parts)}/generic-tables/{encode_namespace([name])}"
+
+
+async def generic_table_id(warehouse_name: str, parts: list[str], name: str) -> str | None:
+    """The id of a generic table (its protection and permissions go by id): the API names ids in its
+    listing only, which is sorted by name, so the pages are read until the name shows up."""
+    token = None
+    while True:
+        page = await api().generic("GET", warehouse_name, f"/namespaces/{encode_namespace(parts)}/generic-tables",
+                                   pageToken=token, pageSize=1000)
+        found = next((i.get("id") for i in page.get("identifiers", []) if i["name"] == name), None)
+        token = page.get("next-page-token")
+        if found is not None or not token:
+            return found
+
+
+@blueprint.get("/warehouses/<warehouse_id>/generic-table")
+async def generic_table(warehouse_id: str):
+    """A generic table: format, location, schema, statistics, properties; rename, protect, drop."""
+    details = await warehouse_of(warehouse_id)
+    parts, name = namespace_arg(), request.args.get("name", "")
+    loaded = await api().generic("GET", details["name"], generic_table_path(parts, name))
+    table_id = await generic_table_id(details["name"], parts, loaded["table"]["name"])
+    tree = await namespace_tree(details, parts)
+    protection = await protection_of(warehouse_id, "generic-table", table_id)
+    pretty = {key: json.dumps(loaded["table"][key], indent=2, sort_keys=True)
+              for key in ("schema", "statistics") if key in loaded["table"]}
+    return await render_template("generic_table.html", warehouse=details, ns=parts, name=name, loaded=loaded,
+                                 table=loaded["table"], table_id=table_id, pretty=pretty, tree=tree,
+                                 current_ns=parts, protection=protection)
+
+
+@blueprint.post("/warehouses/<warehouse_id>/generic-table/rename")
+async def rename_generic_table(warehouse_id: str):
+    form = await request.form
+    parts, name = [p for p in (form.get("ns") or "").split("\x1f") if p], form.get("name", "")
+    new_parts = [p for p in (form.get("new_namespace") or "").split(".") if p] or parts
+    new_name = (form.get("new_name") or "").strip()
+
+    async def rename():
+        details = await warehouse_of(warehouse_id)
+        await api().generic("POST", details["name"], "/generic-tables/rename", json={
+            "source": {"namespace": parts, "name": name}, "destination": {"namespace": new_parts, "name": new_name},
+        })
+
+    try:
+        await rename()
+    except ApiError as error:
+        await flash(str(error), "error")
+        return redirect(url_for("console.generic_table", warehouse_id=warehouse_id, ns=ns_param(parts), name=name))
+    await flash(f"Generic table {name!r} renamed to {'.'.join([*new_parts, new_name])!r}.", "success")
+    return redirect(url_for("console.generic_table", warehouse_id=warehouse_id, ns=ns_param(new_parts), name=new_name))
+
+
+@blueprint.post("/warehouses/<warehouse_id>/generic-table/drop")
+async def drop_generic_table(warehouse_id: str):
+    form = await request.form
+    parts, name = [p for p in (form.get("ns") or "").split("\x1f") if p], form.get("name", "")
+
+    async def drop():
+        details = await warehouse_of(warehouse_id)
+        await api().generic("DELETE", details["name"], generic_table_path(parts, name),
+                            purgeRequested="true" if form.get("purge") == "true" else "false")
+
+    try:
+        await drop()
+    except ApiError as error:
+        await flash(str(error), "error")
+        return redirect(url_for("console.generic_table", warehouse_id=warehouse_id, ns=ns_param(parts), name=name))
+    await flash(f"Generic table {name!r} dropped.", "success")
+    return redirect(url_for("console.namespace", warehouse_id=warehouse_id, ns=ns_param(parts)))
+
+
 # ---------------------------------------------------------------- tasks
 
 
@@ -759,7 +840,7 @@ async def delete_user(user_id: str):
                      url_for("console.identities"))
 
 
-PERMISSION_KINDS = ("server", "project", "warehouse", "namespace", "table", "view", "role")
+PERMISSION_KINDS = ("server", "project", "warehouse", "namespace", "table", "view", "generic-table", "role")
 # relations offered in the grant form (the authorizer decides which are grantable where)
 RELATION_SUGGESTIONS = ("ownership", "describe", "select", "create", "modify", "pass_grants", "manage_grants",
                         "project_admin", "security_admin", "data_admin", "role_creator", "admin", "operator",
@@ -772,7 +853,7 @@ def permissions_api_path(kind: str, object_id: str | None, warehouse_id: str | N
         return "/permissions/server"
     if kind == "project":
         return f"/permissions/project/{object_id}" if object_id else "/permissions/project"
-    if kind in ("table", "view"):
+    if kind in ("table", "view", "generic-table"):
         return f"/permissions/warehouse/{warehouse_id}/{kind}/{object_id}"
     return f"/permissions/{kind}/{object_id}"
 

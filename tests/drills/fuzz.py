@@ -1,6 +1,6 @@
 """The fuzzing drill: schemathesis requests against a served catalog, checked as a client would.
 
-Every operation of the served OpenAPI document (``/api-docs/{catalog,management}/v1/openapi.json``)
+Every operation of the served OpenAPI documents (``/api-docs/{catalog,management,generic-table}/v1/openapi.json``)
 gets generated requests, valid ones (positive) and invalid ones (negative). Path parameters are the
 ids of a seeded warehouse, namespace, table, view, user and role for most of them (so requests
 reach real code paths, not just the 404 of an unknown id), generated for the rest. Each answer
@@ -40,7 +40,7 @@ from schemathesis.specs.openapi.checks import response_schema_conformance, statu
 
 from lakekeeper_testing.server import create_file_warehouse
 
-APIS = ("catalog", "management")
+APIS = ("catalog", "management", "generic-table")
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+")
 # what changes the seeded state for everyone after it runs last: reads first, then writes, deletes at the end
 _METHOD_ORDER = {"get": 0, "head": 0, "post": 1, "put": 1, "delete": 2}

@@ -24,7 +24,7 @@ import uuid
 from typing import Any
 
 from lakekeeper_host.errors import CatalogError, already_exists, bad_request, namespace_not_empty, not_found
-from lakekeeper_host.server import events
+from lakekeeper_host.server import events, kinds
 from lakekeeper_host.server.authorize import authorize, authorize_warehouse, checking_actor, deleted, moved
 from lakekeeper_host.server.names import validate_new_namespace
 from lakekeeper_host.service.request import RequestMetadata
@@ -134,14 +134,14 @@ async def _drop_subtree(
                 raise CatalogError(
                     409,
                     "ChildTabularProtected",
-                    f"{tab['typ'].title()} {tab['name']!r} below is protected; use force=true",
+                    f"{kinds.label(tab['typ'])} {tab['name']!r} below is protected; use force=true",
                 )
         ids = [t["id"] for t in tabulars]
         if await ns_store.running_tasks_for(tx, ids, "soft_deletion"):
             raise CatalogError(
                 409,
                 "NamespaceHasRunningTabularExpirations",
-                "A table or view below this namespace is being expired right now; retry shortly",
+                "A table, view or generic table below this namespace is being expired right now; retry shortly",
             )
 
         # ------------------------------------------------ BUSINESS LOGIC

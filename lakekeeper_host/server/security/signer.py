@@ -1,9 +1,10 @@
 """S3 remote signing (Lakekeeper ``server/s3_signer/sign.rs``, reference §1.4).
 
 A client that received ``s3.signer=S3V4RestSigner`` sends every S3 request here before making
-it. We find the table the request touches, check that every object it names lies inside that
-table and that the caller may read (GET/HEAD) or write (PUT/POST/DELETE) its data, and then let
-the warehouse's storage sign it with the warehouse credential.
+it. We find the table (an Iceberg table or a generic table) the request touches, check that every
+object it names lies inside that table and that the caller may read (GET/HEAD) or write
+(PUT/POST/DELETE) its data -- ``read_data``/``write_data`` on that table or generic table -- and
+then let the warehouse's storage sign it with the warehouse credential.
 
 The storage object must offer what ``RemoteSigner`` describes; today that is the S3 plugin.
 """
@@ -220,7 +221,7 @@ async def sign(
 
     # ---- AUTHZ ----
     action = "read_data" if parsed.operation == READ else "write_data"
-    resource = Resource("table", table.id, warehouse.id) if table else None
+    resource = Resource(table.typ, table.id, warehouse.id) if table else None
     if resource is None or not await actor_allowed(state, actor, action, resource):
         if resource is None or not await actor_allowed(state, actor, "get_metadata", resource):
             raise not_found(f"No table found at {parsed.locations[0].location()}", "NoSuchTableException")

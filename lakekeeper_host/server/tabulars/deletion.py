@@ -24,7 +24,7 @@ from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
 from lakekeeper_host.serde import iso_timestamp
-from lakekeeper_host.server import events, pagination
+from lakekeeper_host.server import events, kinds, pagination
 from lakekeeper_host.server.authorize import authorize_warehouse, deleted, visible
 from lakekeeper_host.server.namespaces.admin import decode_name, namespace_parts
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
@@ -42,19 +42,18 @@ log = logging.getLogger(__name__)
 
 SOFT_DELETION_QUEUE = "soft_deletion"
 
-_KIND_LABEL = {"table": "Table", "view": "View"}
-
 
 def _typ(tabular: Any) -> str:
     return str(getattr(tabular, "typ", "table"))
 
 
 def protected_error(tabular: Any) -> CatalogError:
-    label = _KIND_LABEL.get(_typ(tabular), "Tabular")
+    kind = _typ(tabular)
     return CatalogError(
         409,
-        f"{label}Protected",
-        f"{label} {tabular.name!r} is protected and cannot be dropped; set protection to false or use force=true",
+        f"{kinds.error_label(kind)}Protected",
+        f"{kinds.label(kind)} {tabular.name!r} is protected and cannot be dropped; set protection to false or "
+        "use force=true",
     )
 
 
@@ -78,12 +77,13 @@ async def schedule_purge(db: Executor, *, project_id: str, warehouse_id: str, ta
 async def drop_tabular(
     state: AppState, meta: RequestMetadata, warehouse: Any, tabular: Any, *, purge: bool, force: bool
 ) -> None:
-    """Drop one live table or view of ``warehouse`` (a ``WarehouseRow``).
+    """Drop one live table, view or generic table of ``warehouse`` (a ``WarehouseRow``).
 
     ``tabular`` is the catalog's row object (``id, namespace_id, name, typ, location, protected``...).
-    Raises 409 ``TableProtected``/``ViewProtected`` for protected rows without ``force``, 404 when a
-    concurrent drop won. Runs ``ContractCheckers.check_drop`` first. The caller emits the catalog
-    event (``dropTable``/``dropView``) after this returns.
+    Raises 409 ``TableProtected``/``ViewProtected``/``GenericTableProtected`` for protected rows
+    without ``force``, 404 when a concurrent drop won. Runs ``ContractCheckers.check_drop`` first.
+    The caller emits the catalog event (``dropTable``/``dropView``/``dropGenericTable``) after this
+    returns.
     """
     # ------------------------------------------------ VALIDATIONS
     if getattr(tabular, "protected", False) and not force:
@@ -92,7 +92,10 @@ async def drop_tabular(
 
     # ------------------------------------------------ BUSINESS LOGIC
     soft_seconds = warehouse.soft_delete_seconds
-    staged = bool(getattr(tabular, "staged", False)) or getattr(tabular, "metadata_location", "") is None
+    # a staged table has no metadata file yet (a generic table never has one: it is not staged)
+    staged = bool(getattr(tabular, "staged", False)) or (
+        _typ(tabular) == kinds.TABLE and getattr(tabular, "metadata_location", "") is None
+    )
     purged_metadata = None
     soft = soft_seconds is not None and not force and not staged
     async with state.store.transaction() as tx:
@@ -149,32 +152,36 @@ async def _raise_gone(db: Executor, warehouse_id: str, tabular: Any) -> None:
     current = await tabular_admin.get_tabular_info(db, warehouse_id, tabular.id)
     if current is not None and current.protected:
         raise protected_error(current)
-    label = _KIND_LABEL.get(_typ(tabular), "Tabular")
-    raise not_found(f"{label} {tabular.name!r} does not exist", f"NoSuch{label}Exception")
+    raise not_found(f"{kinds.label(_typ(tabular))} {tabular.name!r} does not exist",
+                    f"NoSuch{kinds.error_label(_typ(tabular))}Exception")
 
 
 # ---------------------------------------------------------------- undrop
 
 
 def _target(item: Any) -> tuple[str, str]:
+    """(kind, id) of an undrop target ``{"type": "table"|"view"|"generic-table", "id": ...}``."""
     if isinstance(item, dict):
-        return str(item.get("type")), str(item.get("id"))
-    return str(item.type), str(item.id)
+        typ, tabular_id = str(item.get("type")), str(item.get("id"))
+    else:
+        typ, tabular_id = str(item.type), str(item.id)
+    return kinds.from_wire(typ) or typ, tabular_id
 
 
 async def undrop_tabulars(state: AppState, meta: RequestMetadata, warehouse: Any, targets: Iterable[Any]) -> list[Any]:
-    """Restore soft-deleted tables/views: clear ``deleted_at`` and cancel their pending expiration.
+    """Restore soft-deleted tables, views and generic tables: clear ``deleted_at`` and cancel their
+    pending expiration.
 
-    ``warehouse`` is a ``WarehouseRow`` (or its id). ``targets`` are ``{"type": "table"|"view",
-    "id": ...}`` items. All or nothing: an unknown id is a 404, a name taken meanwhile by a live
+    ``warehouse`` is a ``WarehouseRow`` (or its id). ``targets`` are ``{"type": "table"|"view"|
+    "generic-table", "id": ...}`` items. All or nothing: an unknown id is a 404, a name taken meanwhile by a live
     table or view a 409, an expiration already running a 409. Returns the restored rows and
     publishes one ``undropTabulars`` event per row.
     """
     warehouse_id = str(getattr(warehouse, "id", warehouse))
     wanted = [_target(t) for t in targets]
     for index, (typ, tabular_id) in enumerate(wanted):
-        if typ not in ("table", "view"):
-            raise bad_request(f"targets[].type must be 'table' or 'view', got {typ!r}")
+        if typ not in kinds.KINDS:
+            raise bad_request(f"targets[].type must be 'table', 'view' or 'generic-table', got {kinds.wire(typ)!r}")
         try:
             wanted[index] = (typ, str(uuid.UUID(tabular_id)))
         except ValueError:
@@ -187,17 +194,19 @@ async def undrop_tabulars(state: AppState, meta: RequestMetadata, warehouse: Any
         for typ, tabular_id in wanted:
             row = await tabular_admin.get_tabular_info(tx, warehouse_id, tabular_id, include_deleted=True)
             if row is None or row.deleted_at is None or row.typ != typ:
-                raise not_found(f"No soft-deleted {typ} with id {tabular_id}", "TabularNotFound")
+                raise not_found(f"No soft-deleted {kinds.label(typ).lower()} with id {tabular_id}", "TabularNotFound")
             if await tabular_admin.live_name_taken(tx, row.namespace_id, row.name):
                 raise CatalogError(
                     409,
                     "TabularAlreadyExists",
-                    f"Cannot undrop {typ} {row.name!r}: a table or view with that name exists in its namespace",
+                    f"Cannot undrop {kinds.label(typ).lower()} {row.name!r}: a table, view or generic table "
+                    "with that name exists in its namespace",
                 )
             for task in await task_store.entity_tasks(tx, tabular_id, SOFT_DELETION_QUEUE):
                 if task.status != "scheduled":
                     raise CatalogError(
-                        409, "TabularExpirationRunning", f"The expiration of {typ} {row.name!r} is already running"
+                        409, "TabularExpirationRunning",
+                        f"The expiration of {kinds.label(typ).lower()} {row.name!r} is already running",
                     )
                 await task_store.cancel_task(tx, task.id, "Cancelled by undrop")
             await tabular_admin.clear_deleted(tx, tabular_id)
@@ -263,7 +272,7 @@ async def list_deleted_tabulars(
     page_token: str | None,
     page_size: int | None,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """Soft-deleted tables and views with their expiration (``GET .../deleted-tabulars``)."""
+    """Soft-deleted tables, views and generic tables with their expiration (``GET .../deleted-tabulars``)."""
 
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
     await authorize_warehouse(state, meta, "list_deleted_tabulars", warehouse.id)
@@ -280,7 +289,7 @@ async def list_deleted_tabulars(
             "id": row["id"],
             "name": row["name"],
             "namespace": decode_name(row["namespace_name"]),
-            "typ": row["typ"],
+            "typ": kinds.wire(row["typ"]),
             "warehouse-id": warehouse.id,
             "created-at": iso_timestamp(row["created_at"]),
             "deleted-at": iso_timestamp(row["deleted_at"]),
@@ -295,7 +304,8 @@ async def list_deleted_tabulars(
 
 
 async def search_tabulars(state: AppState, meta: RequestMetadata, warehouse_id: str, body: Any) -> list[dict[str, Any]]:
-    """``POST .../search-tabular``: substring match on table/view and namespace names, or an exact id.
+    """``POST .../search-tabular``: substring match on the names of tables, views, generic tables and
+    namespaces, or an exact id.
 
     Lakekeeper ranks by trigram distance; here ``distance`` is the share of the name not matched
     (0 = the search is the whole name), lower is better.
@@ -316,7 +326,7 @@ async def search_tabulars(state: AppState, meta: RequestMetadata, warehouse_id: 
             {
                 "namespace-name": decode_name(row["namespace_name"]),
                 "tabular-name": row["name"],
-                "tabular-id": {"type": row["typ"], "id": row["id"]},
+                "tabular-id": {"type": kinds.wire(row["typ"]), "id": row["id"]},
                 "distance": distance,
             }
         )

@@ -1,4 +1,4 @@
-"""listTables / listViews: one keyset-paginated listing for both kinds."""
+"""listTables / listViews / listGenericTables: one keyset-paginated listing for every kind."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import tabulars as tabular_store
+from lakekeeper_host.store.namespaces import NamespaceRow
 from lakekeeper_host.store.tabulars import TabularRow
 from lakekeeper_host.store.warehouses import WarehouseRow
 
@@ -34,6 +35,32 @@ async def list_tabular_identifiers(
     return_protection_status: bool = False,
 ) -> dict[str, Any]:
     """``{identifiers, next-page-token}`` for tables or views (keyset pagination, opaque tokens)."""
+    namespace, rows, next_token = await tabular_page(
+        state, meta, warehouse, parts, typ, page_token=page_token, page_size=page_size
+    )
+    result: dict[str, Any] = {
+        "identifiers": [{"namespace": list(namespace.parts), "name": r.name} for r in rows],
+        "next-page-token": next_token,
+    }
+    if return_uuids:
+        result[f"{typ}-uuids"] = [r.id for r in rows]
+    if return_protection_status:
+        result["protection-status"] = [r.protected for r in rows]
+    return result
+
+
+async def tabular_page(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: WarehouseRow,
+    parts: list[str],
+    typ: str,
+    *,
+    page_token: str | None,
+    page_size: int | None,
+) -> tuple[NamespaceRow, list[TabularRow], str | None]:
+    """One page of the tables, views or generic tables (``typ``) of a namespace the caller may see,
+    and the token of the next page (None on the last): the namespace, its rows, the token."""
     validate_namespace(parts)
     after = decode_page_token(page_token, str, str)
     limit = page_limit(state, page_token, page_size)
@@ -48,12 +75,5 @@ async def list_tabular_identifiers(
         state, meta, fetch, lambda r: (r.name.casefold(), r.id), lambda r: Resource(typ, r.id, warehouse.id),
         after=after, limit=limit, kind=typ, everything=Resource("namespace", namespace.id, warehouse.id),
     )
-    result: dict[str, Any] = {
-        "identifiers": [{"namespace": list(namespace.parts), "name": r.name} for r in rows],
-        "next-page-token": encode_page_token(rows[-1].name.casefold(), rows[-1].id) if more and rows else None,
-    }
-    if return_uuids:
-        result[f"{typ}-uuids"] = [r.id for r in rows]
-    if return_protection_status:
-        result["protection-status"] = [r.protected for r in rows]
-    return result
+    next_token = encode_page_token(rows[-1].name.casefold(), rows[-1].id) if more and rows else None
+    return namespace, rows, next_token

@@ -1,4 +1,4 @@
-"""Protection of namespaces, tables and views (Lakekeeper §9.3).
+"""Protection of namespaces, tables, views and generic tables (Lakekeeper §9.3).
 
 Protected objects cannot be dropped without ``force``; the drop paths (server/deletion.py,
 server/namespace_admin.py, warehouse delete) enforce it. Warehouse protection lives in
@@ -12,14 +12,13 @@ from typing import Any
 
 from lakekeeper_host.errors import not_found
 from lakekeeper_host.serde import iso_timestamp
+from lakekeeper_host.server import kinds
 from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import namespace_admin as ns_store
 from lakekeeper_host.store import tabular_admin
-
-_LABEL = {"table": "Table", "view": "View"}
 
 
 def _uuid_or_404(value: str, what: str) -> str:
@@ -38,7 +37,7 @@ async def get_tabular_protection(
     state: AppState, meta: RequestMetadata, warehouse_id: str, tabular_id: str, typ: str
 ) -> dict[str, Any]:
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    label = _LABEL[typ]
+    label = kinds.error_label(typ)
     row = await tabular_admin.get_tabular_info(state.store, warehouse.id, _uuid_or_404(tabular_id, label))
     if row is None or row.typ != typ:
         raise not_found(f"{label} {tabular_id} not found", f"{label}NotFound")
@@ -51,7 +50,7 @@ async def set_tabular_protection(
     state: AppState, meta: RequestMetadata, warehouse_id: str, tabular_id: str, typ: str, protected: bool
 ) -> dict[str, Any]:
     warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    label = _LABEL[typ]
+    label = kinds.error_label(typ)
     await authorize(state, meta, "set_protection", typ, tabular_id, warehouse.id,
                     hidden=not_found(f"{label} {tabular_id} not found", f"{label}NotFound"))
     async with state.store.transaction() as tx:

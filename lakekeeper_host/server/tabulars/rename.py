@@ -1,11 +1,11 @@
-"""renameTable / renameView (tables and views share one name space)."""
+"""renameTable / renameView / renameGenericTable (tables, views and generic tables share one name space)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
-from lakekeeper_host.server import events
+from lakekeeper_host.server import events, kinds
 from lakekeeper_host.server.authorize import authorize, moved
 from lakekeeper_host.server.names import (
     ident,
@@ -70,17 +70,17 @@ async def authorize_tabular_rename(
 
 
 async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, typ: str, body: Any) -> None:
-    """Rename/move a table or view within the warehouse (across namespaces too).
+    """Rename/move a table, view or generic table (``typ``) within the warehouse (across namespaces too).
 
     Messages as the Iceberg tests expect: a missing source is "Table does not exist: ns.t", a
     missing destination namespace "Namespace does not exist: ns", a taken destination
-    "Cannot rename ns.a to ns.b. Table already exists" (or "View already exists").
+    "Cannot rename ns.a to ns.b. Table already exists" (or "View already exists", "Generic table
+    already exists").
     """
     # ------------------------------------------------ VALIDATIONS
     source_ns, source_name, dest_ns, dest_name = parse_rename(body)
     validate_namespace(dest_ns)
-    label = "Table" if typ == "table" else "View"
-    validate_new_name(dest_name, label)
+    validate_new_name(dest_name, kinds.error_label(typ))
     _, row = await resolve_table(state, warehouse, source_ns, source_name, typ=typ)
     destination = await get_namespace(state, warehouse, dest_ns)
     if destination is None:
@@ -101,20 +101,18 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
             if taken.staged:
                 replaced = await remove_staged(tx, destination.id, dest_name)
             else:
-                taken_label = "Table" if taken.typ == "table" else "View"
                 raise CatalogError(
                     409,
                     "AlreadyExistsException",
                     f"Cannot rename {ident(source_ns, source_name)} to {ident(dest_ns, dest_name)}. "
-                    f"{taken_label} already exists",
+                    f"{kinds.label(taken.typ)} already exists",
                 )
         if not await tabular_store.rename_tabular(tx, row.id, destination.id, dest_name):
             raise _not_found(typ, source_ns, source_name)
 
     # ------------------------------------------------ EVENTS
-    # renameTable / renameView
-    renamed = events.view_renamed if typ == "view" else events.table_renamed
-    renamed(state, meta, warehouse, source_ns, source_name, row.id, body, prefix=warehouse.id)
+    # renameTable / renameView / renameGenericTable
+    events.tabular_renamed(state, meta, warehouse, source_ns, source_name, row.id, typ, body, prefix=warehouse.id)
     await forget_staged(state, replaced, warehouse.id)
     if destination.id != row.namespace_id:
         await moved(state, typ, row.id, ("namespace", destination.id), warehouse.id)
@@ -122,3 +120,7 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
 
 async def rename_view(state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, body: Any) -> None:
     await rename_tabular(state, meta, warehouse, "view", body)
+
+
+async def rename_generic_table(state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, body: Any) -> None:
+    await rename_tabular(state, meta, warehouse, kinds.GENERIC_TABLE, body)

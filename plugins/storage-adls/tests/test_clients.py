@@ -229,3 +229,32 @@ def test_pyiceberg_through_user_delegation_sas(azurite_oauth, managed_identity, 
         assert f"adls.sas-token.{azurite_oauth.account}.dfs.core.windows.net" in result.stdout
     admin = azurite_oauth.blob_service().get_container_client("lakekeeper")
     assert any(b.name.endswith(".parquet") for b in admin.list_blobs(name_starts_with=key_prefix + "/"))
+
+
+def test_a_generic_table_gets_a_sas_for_its_base_location(adls_server, azurite, adls_warehouse):
+    """Generic tables (``/lakekeeper/v1``, Lance, Parquet, ...): the vended SAS and its refresh endpoint
+    are the generic table's, and a client writes and reads under the base location with them."""
+    _, warehouse_id, _ = adls_warehouse()
+    assert httpx.post(f"{adls_server.url}/catalog/v1/{warehouse_id}/namespaces", json={"namespace": ["raw"]},
+                      timeout=30).status_code == 200
+    base = f"{adls_server.url}/lakekeeper/v1/{warehouse_id}/namespaces/raw/generic-tables"
+    created = httpx.post(base, json={"name": "images", "format": "dataset"}, timeout=30)
+    assert created.status_code == 200, created.text
+    location = created.json()["table"]["base-location"]
+    assert location.startswith(f"abfss://lakekeeper@{azurite.account}.dfs.core.windows.net/")
+
+    loaded = httpx.get(f"{base}/images", headers={"X-Iceberg-Access-Delegation": "vended-credentials"}, timeout=30)
+    assert loaded.status_code == 200, loaded.text
+    [credential] = loaded.json()["storage-credentials"]
+    assert credential["prefix"] == location
+    assert loaded.json()["config"]["adls.refresh-credentials-endpoint"] == f"{base}/images/credentials"
+    sas = credential["config"][f"adls.sas-token.{azurite.account}.dfs.core.windows.net"]
+    client = ContainerClient(azurite.blob_endpoint, "lakekeeper", credential=sas)
+    client.upload_blob(f"{blob_name(location)}/cats/1.png", b"\x89PNG")
+    assert client.download_blob(f"{blob_name(location)}/cats/1.png").readall() == b"\x89PNG"
+
+    refreshed = httpx.get(f"{base}/images/credentials", timeout=30)
+    assert refreshed.status_code == 200, refreshed.text
+    [fresh] = refreshed.json()["storage-credentials"]
+    assert fresh["prefix"] == location
+    assert "sig=" in fresh["config"][f"adls.sas-token.{azurite.account}.dfs.core.windows.net"]

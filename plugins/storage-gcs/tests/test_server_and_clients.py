@@ -225,3 +225,28 @@ def test_dropping_with_purge_removes_the_objects(gcs_server, fake_gcs, gcs_wareh
 )
 def test_duckdb_reads_through_the_vended_token():
     """Kept as the place for the DuckDB check once its iceberg extension honours a custom GCS endpoint."""
+
+
+def test_a_generic_table_gets_a_token_downscoped_to_its_base_location(gcs_server, sts, gcs_warehouse):
+    """Generic tables (``/lakekeeper/v1``): the vended token's access boundary is the generic
+    table's base location, on load and on its credentials endpoint."""
+    warehouse = gcs_warehouse()
+    catalog_url = f"{gcs_server.url}/catalog/v1/{warehouse['warehouse-id']}"
+    assert httpx.post(f"{catalog_url}/namespaces", json={"namespace": ["raw"]}, timeout=30).status_code == 200
+    base = f"{gcs_server.url}/lakekeeper/v1/{warehouse['warehouse-id']}/namespaces/raw/generic-tables"
+    created = httpx.post(base, json={"name": "frames", "format": "lance"}, timeout=30)
+    assert created.status_code == 200, created.text
+    location = created.json()["table"]["base-location"]
+    assert location.startswith(f"gs://{BUCKET}/")
+
+    loaded = httpx.get(f"{base}/frames", headers={"X-Iceberg-Access-Delegation": "vended-credentials"}, timeout=30)
+    assert loaded.status_code == 200, loaded.text
+    [credential] = loaded.json()["storage-credentials"]
+    assert credential["prefix"] == location
+    assert loaded.json()["config"]["gcs.oauth2.refresh-credentials-endpoint"] == f"{base}/frames/credentials"
+    exchange = sts.exchange_for(credential["config"]["gcs.oauth2.token"])
+    assert exchange is not None and boundary_prefix(exchange) == object_key(location) + "/"
+    refreshed = httpx.get(f"{base}/frames/credentials", timeout=30)
+    assert refreshed.status_code == 200, refreshed.text
+    [fresh] = refreshed.json()["storage-credentials"]
+    assert boundary_prefix(sts.exchange_for(fresh["config"]["gcs.oauth2.token"])) == object_key(location) + "/"
