@@ -10,7 +10,7 @@ import uuid
 import httpx
 import pytest
 
-from lakekeeper_host.api.reads import match
+from lakekeeper_host.api.reads import ROUTES, match
 from lakekeeper_testing.server import create_file_warehouse
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
@@ -124,3 +124,25 @@ async def test_lane_applies_cors_and_errors_under_the_test_client(tmp_path):
         assert response.headers["Access-Control-Allow-Origin"] == "http://ui.example"
         body = json.loads(await response.get_data())
         assert body["error"]["type"] == "NoSuchWarehouseException"
+
+
+def test_one_route_table_feeds_the_lane_and_quart(tmp_path):
+    """Every read route is a Quart rule with the same rule, endpoint and methods, generated from the
+    table, and no other Quart rule answers GET on it; the lane finds each route, parameters and all."""
+    from tests.host.test_app import make_app
+
+    app = make_app(tmp_path)
+    quart_rules = [rule for rule in app.url_map.iter_rules() if rule.rule.startswith("/catalog/v1/")]
+    for route in ROUTES:
+        [rule] = [r for r in quart_rules if r.rule == route.rule and "GET" in r.methods]
+        assert rule.endpoint == f"{route.blueprint}.{route.endpoint}"
+        assert route.methods <= rule.methods
+        path = route.rule
+        for name in route.params:
+            path = path.replace(f"<{name}>", f"{name}%2Fvalue")
+        for method in route.methods:
+            found, params = match(method, path)
+            assert found is route
+            assert params == {name: f"{name}%2Fvalue" for name in route.params}
+        assert match("POST", path) is None
+        assert match("GET", path + "/") is None
