@@ -74,11 +74,26 @@ def test_lane_and_quart_answer_alike(tree, method, path, headers):
     assert lane.headers["x-request-id"] and lane.headers["x-request-id"] != quart.headers["x-request-id"]
     if method == "GET":
         assert lane.headers["content-type"] == "application/json"
-        assert lane.json() == quart.json()
+        assert lane.content == quart.content  # byte for byte
     else:
         assert lane.content == quart.content == b""
     if lane.status_code >= 400 and method == "GET":
         assert set(lane.json()["error"]) == {"message", "type", "code"}
+
+
+def test_load_table_bytes_are_the_metadata_file_spliced_into_the_reference_envelope(tree):
+    """The lane's loadTable body is, byte for byte, the metadata file's JSON in the envelope the
+    straightforward serialisation builds (the ETag: tests/host/test_metadata_json.py)."""
+    from lakekeeper_host.server.metadata_io import decode
+    from lakekeeper_host.service.storage import TableConfig
+    from tests.host.test_metadata_json import reference_load_result_json
+
+    with httpx.Client(timeout=30) as http:
+        response = http.get(f"{tree['prefix']}/namespaces/ns/tables/t")
+    location = response.json()["metadata-location"]
+    with open(location.removeprefix("file://"), "rb") as handle:
+        metadata_json = decode(handle.read())
+    assert response.content == reference_load_result_json(location, metadata_json, TableConfig()).encode()
 
 
 def test_etag_revalidation_through_the_lane(tree):
