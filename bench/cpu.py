@@ -125,6 +125,7 @@ def main(args: Any) -> int:
             for label, results in runs.items():
                 cpu = [r["server_cpu_ms_per_request"] for r in results if "server_cpu_ms_per_request" in r]
                 entry[label] = {"cpu_ms_per_request": cpu, "median_cpu_ms": statistics.median(cpu) if cpu else None,
+                                "min_cpu_ms": min(cpu) if cpu else None,
                                 "ok_per_s": [r.get("ok_per_s") for r in results],
                                 "non_2xx": [r.get("non_2xx_3xx") for r in results],
                                 "failed": [r["failed"] for r in results if "failed" in r]}
@@ -132,6 +133,9 @@ def main(args: Any) -> int:
                 pairs = zip(entry["current"]["cpu_ms_per_request"], entry["baseline"]["cpu_ms_per_request"],
                             strict=False)
                 entry["current_vs_baseline_cpu"] = round(statistics.median(c / b for c, b in pairs), 3)
+                # the least disturbed run of each: on a busy machine the minimum is the steadier figure
+                entry["current_vs_baseline_min_cpu"] = round(entry["current"]["min_cpu_ms"]
+                                                             / entry["baseline"]["min_cpu_ms"], 3)
             out[name] = entry
             print(json.dumps({name: entry}), flush=True)
         if args.profile:
