@@ -45,10 +45,11 @@ def our_server(backend: str, *, workers: int = 1, env: dict[str, str] | None = N
     try:
         with (postgres_database() if backend == "postgres" else contextlib.nullcontext(None)) as url:
             db_env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url} if url else {}
-            if source:  # the package in ``source`` shadows the installed (editable) one
+            if source:  # the package in ``source`` shadows the installed (editable) one: first on sys.path
                 db_env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.abspath(source),
                                                                      os.environ.get("PYTHONPATH")]))
-            server = OurServer(env={**db_env, **(env or {})}, data_dir=data_dir, workers=workers)
+            server = OurServer(env={**db_env, **(env or {})}, data_dir=data_dir, workers=workers,
+                               cwd=os.path.abspath(source) if source else None)
             server.start()
             try:
                 root = os.path.join(data_dir, "warehouse")
@@ -139,11 +140,25 @@ def main(args: Any) -> int:
             out[name] = entry
             print(json.dumps({name: entry}), flush=True)
         if args.profile:
-            server, base, root = targets["current"]
-            calls = workload_calls("load_table", root, tree)
-            profile(server.pid, args.seconds, args.profile,
-                    lambda: wrk.run_wrk(base, calls, duration=args.seconds, connections=args.connections, warmup=0))
-            out["profile"] = args.profile
+            # alternating: current, baseline, current, baseline (two profiles each, merged per build)
+            for round_ in range(2 if args.baseline else 1):
+                for label, (server, base, root) in targets.items():
+                    path = args.profile if label == "current" else f"{args.profile}.baseline"
+                    part = f"{path}.{round_}"
+                    calls = workload_calls("load_table", root, tree)
+                    profile(server.pid, args.seconds, part,
+                            lambda b=base, c=calls: wrk.run_wrk(b, c, duration=args.seconds,
+                                                                connections=args.connections, warmup=0))
+                    with open(path, "a") as merged, open(part) as handle:
+                        merged.write(handle.read())
+                    os.unlink(part)
+            from bench.profile import breakdown
+
+            for label in targets:
+                path = args.profile if label == "current" else f"{args.profile}.baseline"
+                with open(path) as handle:
+                    out[f"profile_{label}"] = breakdown(handle.read())
+            print(json.dumps({k: v for k, v in out.items() if k.startswith("profile_")}), flush=True)
     out["load_average_end"] = [round(v, 2) for v in os.getloadavg()]
     print(json.dumps(out))
     return 0

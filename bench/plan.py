@@ -60,7 +60,7 @@ class Plan:
             quick=True, workers=(1,), read_tree_s=2.0, load_table_s=2.0, db_floor_s=1.0, read_update_rate=20.0,
             read_update_s=3.0, create_commits_s=2.0, contention_s=3.0, append_s=2.0,
             snapshot_points=(1, 10, 100), list_points=(50, 150), list_time_budget_s=5.0,
-            curve_samples=5, peers=("sqlcatalog",), wrk_s=1.0, wrk_warmup_s=0.0, history_snapshots=200,
+            curve_samples=5, peers=("sqlcatalog",), wrk_s=1.0, wrk_warmup_s=0.0, history_snapshots=50,
             history_commit_s=1.0, profile_s=0.0,
         )
 

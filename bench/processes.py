@@ -157,6 +157,9 @@ class OurServer:
     workers: int = 1
     server: Any = None
     startup_s: float | None = None
+    # the working directory of the server process: ``python -m`` puts it first on sys.path, so a
+    # directory holding another ``lakekeeper_host`` package runs that one (bench/cpu.py --baseline)
+    cwd: str | None = None
 
     def start(self) -> OurServer:
         from lakekeeper_testing.server import CatalogServer
@@ -168,7 +171,7 @@ class OurServer:
         log = open(self.server.log_path, "ab")
         began = time.perf_counter()
         self.server.process = subprocess.Popen([sys.executable, "-m", "lakekeeper_host", "serve"],
-                                               env=self.server.environment(), stdout=log,
+                                               env=self.server.environment(), stdout=log, cwd=self.cwd,
                                                stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         try:

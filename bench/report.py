@@ -645,4 +645,9 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
               "scheduled arrival (open model) to the last byte; throughput counts successful responses only; "
               "`server CPU ms/req` is the server process tree's user+system CPU during the step divided by requests.",
               ""]
+    # hand-recorded measurements kept beside the results (what a change did, under which load):
+    # carried into every RESULTS.md rendered in that directory
+    history = json_path.parent / "history.md"
+    if history.exists():
+        lines += [history.read_text().rstrip(), ""]
     return "\n".join(lines)

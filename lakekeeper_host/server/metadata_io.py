@@ -99,7 +99,9 @@ _SPLICE_MIN_SNAPSHOTS = 50
 _EMPTY_SNAPSHOTS = ',"snapshots":[]'
 # id(Snapshot) -> (the Snapshot, kept alive so its id is not reused; its JSON); LRU
 _SNAPSHOT_JSON: OrderedDict[int, tuple[Any, str]] = OrderedDict()
-_SNAPSHOT_JSON_CAPACITY = 20_000
+# enough for one 10,000-snapshot table and its next commit; it also keeps those Snapshot objects alive
+# (~3 KiB each parsed) after the metadata cache has let their table go
+_SNAPSHOT_JSON_CAPACITY = 12_000
 
 
 def _snapshot_json(snapshot: Any) -> str:
