@@ -244,6 +244,8 @@ def summarize(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
                                               _wrk(result, "floor_workers_1/load_table")),
         "load_table_cpu_vs_web_floor": _ratio(_wrk(result, "floor_workers_1/load_table", "server_cpu_ms_per_request"),
                                               _wrk(result, "ours_workers_1/load_table", "server_cpu_ms_per_request")),
+        "load_table_wrk_vs_lakana": _ratio(_wrk(result, "ours_workers_1/load_table"),
+                                           _wrk(result, "lakana/load_table")),
         "floor_workers2_vs_1_wrk": _ratio(_wrk(result, "floor_workers_2/load_table"),
                                           _wrk(result, "floor_workers_1/load_table")),
         "history_snapshots": plan.get("history_snapshots"),
@@ -466,7 +468,8 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
     for key in ("vs_lakana_load_table", "load_table_vs_db_floor", "commit_largest_vs_smallest_metadata",
                 "load_table_workers2_vs_web_floor2", "floor_workers2_vs_1", "workers2_vs_1_wrk",
                 "floor_workers2_vs_1_wrk", "load_table_wrk_vs_web_floor", "load_table_cpu_vs_web_floor",
-                "wrk_workers_compared_with_seaweedfs", "load_table_wrk_rps", "load_table_rps", "snapshots_max",
+                "load_table_wrk_vs_lakana", "wrk_workers_compared_with_seaweedfs",
+                "load_table_wrk_rps", "load_table_rps", "snapshots_max",
                 "list_tables_max", "history_snapshots"):
         lines.append(f"| `{key}` | {_fmt(summary.get(key), 3)} | (context) | |")
     lines += ["", "Ratios are ours divided by theirs (throughput), or large over small (latency curves).", ""]

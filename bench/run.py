@@ -439,6 +439,11 @@ class Run:
                     "load_table_throughput", {"target": target, "tables": tables,
                                               "concurrency": plan.load_concurrency, "duration": plan.load_table_s},
                     server_pid=lakana.pid))
+                if "load_table" in plan.wrk_workloads and self.wrk_ready():
+                    base, root = wrk.catalog_base(target["catalog_url"], target["prefix"])
+                    auth = (("authorization", f"Bearer {target['token']}"),)
+                    calls = [attrs.evolve(call, headers=auth) for call in wrk.load_table_calls(root, tables)]
+                    self.wrk_step("lakana/load_table", base, calls, lakana.pid)
         finally:
             lakana.close()
             self.drop_lakana_database(database_url)
