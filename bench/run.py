@@ -172,7 +172,7 @@ class Run:
                     server_pid=pid))
             self.step("commits", "ours_history", lambda: run_driver(
                 "append_commits_long_history", {"target": target, "namespace": ["bench_history"],
-                                                "snapshots": plan.history_snapshots,
+                                                "snapshots": plan.history_snapshots, "server_pid": pid,
                                                 "duration": plan.history_commit_s, "columns": plan.shape.columns},
                 server_pid=pid))
             self.step("curves", "snapshots", lambda: run_driver(

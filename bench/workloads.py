@@ -425,7 +425,8 @@ async def append_commits(target: dict[str, Any], *, namespace: list[str], concur
 
 
 async def append_commits_long_history(target: dict[str, Any], *, namespace: list[str], snapshots: int = 10_000,
-                                     duration: float = 10.0, columns: int = 10, batch: int = 500) -> dict[str, Any]:
+                                     duration: float = 10.0, columns: int = 10, batch: int = 500,
+                                     server_pid: int | None = None) -> dict[str, Any]:
     """One writer appending snapshots to a table that already has ``snapshots`` of them (built with
     batched add-snapshot commits first, unrecorded): what a commit costs once the metadata is large."""
     recorder = Recorder()
@@ -471,12 +472,18 @@ async def append_commits_long_history(target: dict[str, Any], *, namespace: list
                 conflicts += status == 409
                 state = await _table_state(client, namespace, table)
 
+        from bench.processes import cpu_seconds
+
         recorder.reset()
+        cpu_before = cpu_seconds(server_pid) if server_pid else None
         recorder.start()
         model = await closed_loop(1, duration, step)
         recorder.stop()
+        timed_cpu = cpu_seconds(server_pid) - cpu_before if server_pid else None
+    # the server's CPU during the timed commits only (run_driver's figure would include the build)
     return {"load": model, "snapshots": snapshots, "build_history_s": round(build_s, 2),
-            "retried_conflicts": conflicts, **recorder.summary()}
+            "retried_conflicts": conflicts, **recorder.summary(),
+            **({"timed_server_cpu_s": round(timed_cpu, 3)} if timed_cpu is not None else {})}
 
 
 # ---------------------------------------------------------------------------------------------
