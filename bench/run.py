@@ -209,6 +209,14 @@ class Run:
                     server_pid=m.pid))
                 self.load_table_set(target, multi.pid, workers=workers)
                 self.wrk_ours(multi.url, multi.pid, workers=workers)
+                # commits at equal use of the machine: SeaweedFS commits on every core too
+                c = max(plan.append_concurrency)
+                self.step("commits", f"ours_c{c}_workers_{workers}",
+                          lambda t=target, m=multi, c=c, w=workers: run_driver(
+                              "append_commits", {"target": t, "namespace": [f"bench_append_c{c}_w{w}"],
+                                                 "concurrency": c, "duration": plan.append_s,
+                                                 "columns": plan.shape.columns},
+                              server_pid=m.pid))
             finally:
                 multi.stop()
 
