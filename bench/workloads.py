@@ -424,6 +424,29 @@ async def append_commits(target: dict[str, Any], *, namespace: list[str], concur
     return {"load": model, "retried_conflicts": conflicts, **recorder.summary()}
 
 
+async def _grow_history(client: RestCatalogClient, namespace: list[str], table: str, state: dict[str, Any],
+                        count: int, until: int, rng: random.Random, batch: int) -> tuple[dict[str, Any], int]:
+    """Append snapshots with batched add-snapshot commits (placeholder manifest lists, which loadTable
+    never reads) until the table has ``until``; returns the new metadata and the count."""
+    while count < until:
+        updates = []
+        parent = state.get("current-snapshot-id")
+        parent = None if parent in (None, -1) else parent
+        sequence = state.get("last-sequence-number", 0)
+        now = int(time.time() * 1000)
+        for _ in range(min(batch, until - count)):
+            sequence += 1
+            snap = dataset.snapshot(_snapshot_ids(rng), parent, sequence, state["location"], now)
+            updates.extend(dataset.append_updates(snap))
+            parent = snap["snapshot-id"]
+            count += 1
+        status, payload = await client.commit_table(namespace, table, updates, op="build_history", ok=(200,))
+        if status != 200:
+            raise RuntimeError(f"building history failed at {count}: {status} {payload[:300]!r}")
+        state = json.loads(payload)["metadata"]
+    return state, count
+
+
 async def append_commits_long_history(target: dict[str, Any], *, namespace: list[str], snapshots: int = 10_000,
                                      duration: float = 10.0, columns: int = 10, batch: int = 500,
                                      server_pid: int | None = None) -> dict[str, Any]:
@@ -437,23 +460,8 @@ async def append_commits_long_history(target: dict[str, Any], *, namespace: list
         state = await _table_state(client, namespace, table)
         rng = random.Random(11)
         built = time.perf_counter()
-        count = len(state.get("snapshots") or [])
-        while count < snapshots:
-            updates = []
-            parent = state.get("current-snapshot-id")
-            parent = None if parent in (None, -1) else parent
-            sequence = state.get("last-sequence-number", 0)
-            now = int(time.time() * 1000)
-            for _ in range(min(batch, snapshots - count)):
-                sequence += 1
-                snap = dataset.snapshot(_snapshot_ids(rng), parent, sequence, state["location"], now)
-                updates.extend(dataset.append_updates(snap))
-                parent = snap["snapshot-id"]
-                count += 1
-            status, payload = await client.commit_table(namespace, table, updates, op="build_history", ok=(200,))
-            if status != 200:
-                raise RuntimeError(f"building history failed at {count}: {status} {payload[:300]!r}")
-            state = json.loads(payload)["metadata"]
+        state, _ = await _grow_history(client, namespace, table, state, len(state.get("snapshots") or []),
+                                       snapshots, rng, batch)
         build_s = time.perf_counter() - built
         conflicts = 0
 
@@ -508,22 +516,7 @@ async def snapshot_curve(target: dict[str, Any], *, points: list[int], samples: 
         build_seconds = 0.0
         for point in points:
             began = time.perf_counter()
-            while count < point:
-                updates = []
-                parent = state.get("current-snapshot-id")
-                parent = None if parent in (None, -1) else parent
-                sequence = state.get("last-sequence-number", 0)
-                now = int(time.time() * 1000)
-                for _ in range(min(batch, point - count)):
-                    sequence += 1
-                    snap = dataset.snapshot(_snapshot_ids(rng), parent, sequence, state["location"], now)
-                    updates.extend(dataset.append_updates(snap))
-                    parent = snap["snapshot-id"]
-                    count += 1
-                status, payload = await client.commit_table(namespace, table, updates, op="build_history", ok=(200,))
-                if status != 200:
-                    raise RuntimeError(f"building history failed at {count}: {status} {payload[:300]!r}")
-                state = json.loads(payload)["metadata"]
+            state, count = await _grow_history(client, namespace, table, state, count, point, rng, batch)
             build_seconds += time.perf_counter() - began
             row: dict[str, Any] = {"snapshots": count}
             for mode in ("all", "refs"):
