@@ -30,6 +30,16 @@ def main(argv: list[str] | None = None) -> int:
     authz.add_argument("--tables", type=int, default=1000)
     authz.add_argument("--seconds", type=float, default=15.0, help="loadTable duration per authorizer")
     authz.add_argument("--samples", type=int, default=20, help="list pages timed per authorizer")
+    cpu = commands.add_parser("cpu", help="server CPU per request under wrk (quick check of a change), py-spy profile")
+    cpu.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    cpu.add_argument("--workers", type=int, default=1)
+    cpu.add_argument("--seconds", type=float, default=10.0)
+    cpu.add_argument("--repeat", type=int, default=3)
+    cpu.add_argument("--connections", type=int, default=16)
+    cpu.add_argument("--workloads", default="load_table",
+                     help="comma list: load_table,head_table,list_tables,read_tree")
+    cpu.add_argument("--baseline", help="a directory holding another lakekeeper_host package: runs alternate with it")
+    cpu.add_argument("--profile", help="write py-spy collapsed stacks of one more loadTable run to this file")
     commands.add_parser("setup-peers", help="install lakana-server into its own venv (for the lakana peer)")
     commands.add_parser("report", help="rewrite RESULTS.md and plots from a result JSON").add_argument("json")
     args = parser.parse_args(argv)
@@ -42,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(json.dumps(run(args.backend, tables=args.tables, seconds=args.seconds, samples=args.samples)["summary"]))
         return 0
+    if args.command == "cpu":
+        from bench.cpu import main as cpu_main
+
+        return cpu_main(args)
     if args.command == "setup-peers":
         from bench.peers import setup_lakana
 

@@ -38,6 +38,16 @@ class Plan:
     list_time_budget_s: float = 300.0  # then the rest is cloned in SQL (see workloads.list_curve)
     curve_samples: int = 20
     peers: tuple[str, ...] = ("sqlcatalog", "seaweedfs", "lakana")
+    # wrk (compiled load generator): seconds per workload and target, connections, the workloads
+    wrk_s: float = 10.0
+    wrk_warmup_s: float = 2.0
+    wrk_connections: int = 16
+    wrk_workloads: tuple[str, ...] = ("load_table", "head_table", "list_tables", "read_tree")
+    # append commits on a table that already has this many snapshots (ours vs SqlCatalog)
+    history_snapshots: int = 10_000
+    history_commit_s: float = 15.0
+    # py-spy profile of ours (1 worker) under wrk loadTable, when py-spy is installed
+    profile_s: float = 10.0
 
     @classmethod
     def full(cls) -> Plan:
@@ -50,7 +60,8 @@ class Plan:
             quick=True, workers=(1,), read_tree_s=2.0, load_table_s=2.0, db_floor_s=1.0, read_update_rate=20.0,
             read_update_s=3.0, create_commits_s=2.0, contention_s=3.0, append_s=2.0,
             snapshot_points=(1, 10, 100), list_points=(50, 150), list_time_budget_s=5.0,
-            curve_samples=5, peers=("sqlcatalog",),
+            curve_samples=5, peers=("sqlcatalog",), wrk_s=1.0, wrk_warmup_s=0.0, history_snapshots=50,
+            history_commit_s=1.0, profile_s=0.0,
         )
 
     def shortened(self, seconds: float) -> Plan:
@@ -58,7 +69,8 @@ class Plan:
         plan's steps in a few minutes. Such a run is never the recorded full run."""
         return attrs.evolve(
             self, read_tree_s=seconds, load_table_s=seconds, db_floor_s=seconds, read_update_s=seconds,
-            create_commits_s=seconds, contention_s=seconds, append_s=seconds,
+            create_commits_s=seconds, contention_s=seconds, append_s=seconds, wrk_s=max(1.0, seconds),
+            history_commit_s=seconds, profile_s=min(self.profile_s, seconds),
             list_time_budget_s=min(self.list_time_budget_s, max(seconds * 5, 5.0)))
 
     @property

@@ -15,6 +15,8 @@ SUMMARY_KEYS = (
     "load_table_vs_web_floor", "load_table_10k_vs_1_snapshots", "list_100k_vs_100_tables", "commit_vs_sqlcatalog",
     "workers2_vs_1", "contention_5xx", "contention_lost_commits", "rss_idle_mb", "rss_load_mb", "startup_s",
     "vs_seaweedfs_load_table", "vs_seaweedfs_commit", "vs_lakana_load_table",
+    "load_table_cpu_vs_seaweedfs", "load_table_wrk_vs_seaweedfs", "commit_vs_seaweedfs", "commit_10k_vs_sqlcatalog",
+    "load_table_cpu_ms", "workers2_vs_1_wrk",
 )
 
 # (summary key, comparison, threshold, what the issue asks)
@@ -26,6 +28,16 @@ TARGETS = (
     ("vs_seaweedfs_load_table", ">=", 1.0, "loadTable throughput >= SeaweedFS Iceberg catalog"),
     ("vs_seaweedfs_commit", ">=", 1.0, "commit throughput >= SeaweedFS Iceberg catalog"),
     ("workers2_vs_1", ">=", 1.7, "2 workers >= 1.7x 1 worker on read-tree"),
+    ("load_table_cpu_vs_seaweedfs", ">=", 1.5,
+     "loadTable server CPU per request under wrk: SeaweedFS / ours (workers = cores) >= 1.5"),
+    ("load_table_wrk_vs_seaweedfs", ">=", 1.5,
+     "loadTable throughput under wrk, ours (workers = cores) / SeaweedFS >= 1.5"),
+    ("commit_vs_seaweedfs", ">=", 1.5,
+     "append commits, ours (workers = cores) / SeaweedFS at equal writers >= 1.5"),
+    ("commit_10k_vs_sqlcatalog", ">=", 1.5,
+     "append commits on a table with 10,000 snapshots (plan: history_snapshots), ours / PyIceberg SqlCatalog "
+     "in-process >= 1.5"),
+    ("load_table_cpu_ms", "<=", 0.35, "loadTable server CPU per request under wrk, 1 worker, <= 0.35 ms"),
     ("contention_5xx", "<=", 0, "contention: zero 5xx"),
     ("contention_lost_commits", "<=", 0, "contention: zero lost commits"),
     ("rss_idle_mb", "<=", 150, "server RSS idle <= 150 MB"),
@@ -126,9 +138,31 @@ def _throughput(result: dict[str, Any], section: str, name: str) -> float | None
     return entry.get("throughput_rps")
 
 
+def _wrk(result: dict[str, Any], name: str, field: str = "ok_per_s") -> float | None:
+    """A wrk step's figure (ok/s or server CPU ms per request); ``None`` when it failed or saw errors."""
+    entry = _get(result, "wrk", name)
+    if not isinstance(entry, dict) or "failed" in entry or not entry.get("ok") or entry.get("non_2xx_3xx"):
+        return None
+    return entry.get(field)
+
+
+def _cores_workers(result: dict[str, Any]) -> int:
+    """The worker count that uses the machine as SeaweedFS does: as many as cores, else the most measured."""
+    measured = [int(name.split("/")[0].rsplit("_", 1)[1]) for name in (result.get("wrk") or {})
+                if name.startswith("ours_workers_")]
+    cores = (result["meta"].get("machine") or {}).get("cores") or 1
+    return cores if cores in measured else max(measured, default=1)
+
+
 def warnings(result: dict[str, Any]) -> list[str]:
     """Steps that failed or saw unexpected statuses: a ratio built on them would mislead."""
     found = []
+    for name, entry in (result.get("wrk") or {}).items():
+        if isinstance(entry, dict) and "failed" in entry:
+            found.append(f"wrk/{name} failed: {str(entry['failed'])[:300]}")
+        elif isinstance(entry, dict) and (entry.get("non_2xx_3xx") or entry.get("socket_errors")):
+            found.append(f"wrk/{name}: {entry.get('non_2xx_3xx')} non-2xx/3xx responses and "
+                         f"{entry.get('socket_errors')} socket errors of {entry.get('requests')} requests")
     for section in ("server", "workloads", "load_table", "commits", "curves", "peer_setup"):
         for name, entry in (result.get(section) or {}).items():
             if not isinstance(entry, dict):
@@ -192,6 +226,34 @@ def summarize(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "list_tables_max": list_points[-1]["tables"] if list_points else None,
         "commit_concurrency": int(biggest_commit[1:]),
     }
+    cores = _cores_workers(result)
+    summary.update({
+        "load_table_cpu_vs_seaweedfs": _ratio(_wrk(result, "seaweedfs/load_table", "server_cpu_ms_per_request"),
+                                              _wrk(result, f"ours_workers_{cores}/load_table",
+                                                   "server_cpu_ms_per_request")),
+        "load_table_wrk_vs_seaweedfs": _ratio(_wrk(result, f"ours_workers_{cores}/load_table"),
+                                              _wrk(result, "seaweedfs/load_table")),
+        # ours with as many workers as cores when measured (SeaweedFS commits on every core), else 1 worker
+        "commit_vs_seaweedfs": _ratio(_throughput(result, "commits", f"ours_{biggest_commit}_workers_{cores}")
+                                      or ours_commit,
+                                      _throughput(result, "commits", f"seaweedfs_{biggest_commit}")),
+        "commit_10k_vs_sqlcatalog": _ratio(_throughput(result, "commits", "ours_history"),
+                                           _throughput(result, "commits", "sqlcatalog_history")),
+        "load_table_cpu_ms": _wrk(result, "ours_workers_1/load_table", "server_cpu_ms_per_request"),
+        "workers2_vs_1_wrk": _ratio(_wrk(result, "ours_workers_2/read_tree"), _wrk(result, "ours_workers_1/read_tree")),
+        # context
+        "wrk_workers_compared_with_seaweedfs": cores,
+        "load_table_wrk_rps": _wrk(result, "ours_workers_1/load_table"),
+        "load_table_wrk_vs_web_floor": _ratio(_wrk(result, "ours_workers_1/load_table"),
+                                              _wrk(result, "floor_workers_1/load_table")),
+        "load_table_cpu_vs_web_floor": _ratio(_wrk(result, "floor_workers_1/load_table", "server_cpu_ms_per_request"),
+                                              _wrk(result, "ours_workers_1/load_table", "server_cpu_ms_per_request")),
+        "load_table_wrk_vs_lakana": _ratio(_wrk(result, "ours_workers_1/load_table"),
+                                           _wrk(result, "lakana/load_table")),
+        "floor_workers2_vs_1_wrk": _ratio(_wrk(result, "floor_workers_2/load_table"),
+                                          _wrk(result, "floor_workers_1/load_table")),
+        "history_snapshots": plan.get("history_snapshots"),
+    })
     targets = {}
     for key, comparison, threshold, text in TARGETS:
         value = summary.get(key)
@@ -408,8 +470,11 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
         met = {True: "yes", False: "**no**", None: "not measured"}[target["met"]]
         lines.append(f"| `{key}` — {target['what']} | {_fmt(target['value'], 3)} | {target['target']} | {met} |")
     for key in ("vs_lakana_load_table", "load_table_vs_db_floor", "commit_largest_vs_smallest_metadata",
-                "load_table_workers2_vs_web_floor2", "floor_workers2_vs_1",
-                "load_table_rps", "snapshots_max", "list_tables_max"):
+                "load_table_workers2_vs_web_floor2", "floor_workers2_vs_1", "workers2_vs_1_wrk",
+                "floor_workers2_vs_1_wrk", "load_table_wrk_vs_web_floor", "load_table_cpu_vs_web_floor",
+                "load_table_wrk_vs_lakana", "wrk_workers_compared_with_seaweedfs",
+                "load_table_wrk_rps", "load_table_rps", "snapshots_max",
+                "list_tables_max", "history_snapshots"):
         lines.append(f"| `{key}` | {_fmt(summary.get(key), 3)} | (context) | |")
     lines += ["", "Ratios are ours divided by theirs (throughput), or large over small (latency curves).", ""]
 
@@ -423,6 +488,37 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
     for name, entry in (result.get("load_table") or {}).items():
         lines.append(_throughput_row(name, entry))
     lines += [""] + image("load_table", "loadTable throughput")
+
+    wrk_entries = result.get("wrk") or {}
+    if wrk_entries:
+        lines += ["## Under wrk (compiled load generator)", "",
+                  f"`wrk`, one thread, {plan.get('wrk_connections')} connections, {plan.get('wrk_s')} s per step after "
+                  f"{plan.get('wrk_warmup_s')} s of warm-up, each request drawn at random from the workload's "
+                  "precomputed requests (SeaweedFS: SigV4-signed). `server CPU ms/req` is the server process "
+                  "tree's user+system CPU during the step divided by requests: the figure the neighbours' load "
+                  "moves least. `read_tree` is every list/exists/load call of the tree (unverified; the verified "
+                  "mix is `read_tree_workers_N` above). Ours with as many workers as cores is compared with "
+                  "SeaweedFS (which uses every core); 1 worker with the 1-worker floor.", "",
+                  "| target / workload | ok/s | p50 ms | p99 ms | server CPU ms/req | wrk CPU s | non-2xx | requests |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, entry in wrk_entries.items():
+            if not isinstance(entry, dict) or "failed" in entry:
+                failure = str(entry.get("failed"))[:120] if isinstance(entry, dict) else "–"
+                lines.append(f"| {name} | failed: {failure} | | | | | | |")
+                continue
+            lines.append(f"| {name} | {_fmt(entry.get('ok_per_s'), 1)} | {_fmt(entry.get('p50_ms'))} | "
+                         f"{_fmt(entry.get('p99_ms'))} | {_fmt(entry.get('server_cpu_ms_per_request'), 3)} | "
+                         f"{_fmt(entry.get('driver_cpu_s'))} | {_fmt(entry.get('non_2xx_3xx'))} | "
+                         f"{_fmt(entry.get('requests'))} |")
+        lines.append("")
+    profile = _get(result, "server", "load_table_profile")
+    if isinstance(profile, dict) and profile.get("shares"):
+        lines += ["### Where a loadTable's server CPU goes (py-spy)", "",
+                  f"py-spy (250 Hz) on the 1-worker server during a wrk loadTable run "
+                  f"({_fmt(_get(profile, 'load_table', 'server_cpu_ms_per_request'), 3)} ms CPU/request, "
+                  f"{profile['samples']:,} samples); each sample is charged to the innermost frame's category "
+                  "(`bench/profile.py`).", "", "| category | share of samples % |", "|---|---:|"]
+        lines += [f"| {name} | {_fmt(share, 1)} |" for name, share in profile["shares"].items()] + [""]
 
     workloads = result.get("workloads") or {}
     lines += ["## Workloads (Polaris tree dataset)", "",
@@ -466,7 +562,9 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
     lines += ["## Commits: ours vs PyIceberg SqlCatalog vs SeaweedFS", "",
               f"Each of N writers appends snapshots (add-snapshot + set main, `assert-ref-snapshot-id`) to its own "
               f"table for {plan['append_s']} s. SqlCatalog runs in-process (threads) on the same database and "
-              "filesystem; ours and SeaweedFS over HTTP from the driver process.", "",
+              "filesystem; ours and SeaweedFS over HTTP from the driver process. `*_history`: one writer on a "
+              f"table that already has {_fmt(plan.get('history_snapshots'))} snapshots, for "
+              f"{plan.get('history_commit_s')} s.", "",
               "| writer set | ok/s | p50 ms | p99 ms | server CPU ms/req | errors | requests |",
               "|---|---:|---:|---:|---:|---|---:|"]
     for name, entry in (result.get("commits") or {}).items():
@@ -554,4 +652,9 @@ def markdown(result: dict[str, Any], json_path: Path, base: Path) -> str:
               "scheduled arrival (open model) to the last byte; throughput counts successful responses only; "
               "`server CPU ms/req` is the server process tree's user+system CPU during the step divided by requests.",
               ""]
+    # hand-recorded measurements kept beside the results (what a change did, under which load):
+    # carried into every RESULTS.md rendered in that directory
+    history = json_path.parent / "history.md"
+    if history.exists():
+        lines += [history.read_text().rstrip(), ""]
     return "\n".join(lines)

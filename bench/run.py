@@ -12,6 +12,8 @@ import json
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -22,7 +24,7 @@ from typing import Any
 import attrs
 import httpx
 
-from bench import peers, report
+from bench import peers, report, wrk
 from bench.dataset import LIST_CURVE_NAMESPACE, Tree
 from bench.plan import Plan
 from bench.processes import FloorServer, OurServer, SeaweedIceberg, postgres_database, rss_mb, run_driver
@@ -46,9 +48,10 @@ class Run:
             "meta": report.machine_and_versions(backend) | {
                 "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "backend": backend,
                 "quick": plan.quick, "full_plan": plan.is_full, "plan": plan.as_dict()},
-            "server": {}, "workloads": {}, "load_table": {}, "commits": {}, "curves": {}, "peers": {},
+            "server": {}, "workloads": {}, "load_table": {}, "wrk": {}, "commits": {}, "curves": {}, "peers": {},
             "peer_setup": {}, "skipped": {},
         }
+        self.cores = os.cpu_count() or 1
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -145,6 +148,8 @@ class Run:
             self.step("workloads", "create_tree", lambda: run_driver(
                 "create_tree", {"target": target, "shape": shape, "with_views": views}, server_pid=pid))
             self.load_table_set(target, pid, workers=1)
+            self.wrk_ours(server.url, pid, workers=1)
+            self.profile_ours(server.url, pid)
             read_tree = self.step("workloads", "read_tree_workers_1", lambda: run_driver(
                 "read_tree", {"target": target, "shape": shape, "with_views": views,
                               "concurrency": plan.read_concurrency, "duration": plan.read_tree_s},
@@ -165,6 +170,11 @@ class Run:
                     "append_commits", {"target": target, "namespace": [f"bench_append_c{c}"], "concurrency": c,
                                        "duration": plan.append_s, "columns": plan.shape.columns},
                     server_pid=pid))
+            self.step("commits", "ours_history", lambda: run_driver(
+                "append_commits_long_history", {"target": target, "namespace": ["bench_history"],
+                                                "snapshots": plan.history_snapshots, "server_pid": pid,
+                                                "duration": plan.history_commit_s, "columns": plan.shape.columns},
+                server_pid=pid))
             self.step("curves", "snapshots", lambda: run_driver(
                 "snapshot_curve", {"target": target, "points": list(plan.snapshot_points),
                                    "samples": plan.curve_samples}, server_pid=pid))
@@ -198,8 +208,100 @@ class Run:
                                   "concurrency": plan.read_concurrency, "duration": plan.read_tree_s},
                     server_pid=m.pid))
                 self.load_table_set(target, multi.pid, workers=workers)
+                self.wrk_ours(multi.url, multi.pid, workers=workers)
+                # commits at equal use of the machine: SeaweedFS commits on every core too
+                c = max(plan.append_concurrency)
+                self.step("commits", f"ours_c{c}_workers_{workers}",
+                          lambda t=target, m=multi, c=c, w=workers: run_driver(
+                              "append_commits", {"target": t, "namespace": [f"bench_append_c{c}_w{w}"],
+                                                 "concurrency": c, "duration": plan.append_s,
+                                                 "columns": plan.shape.columns},
+                              server_pid=m.pid))
             finally:
                 multi.stop()
+
+    # -- wrk ----------------------------------------------------------------------------------
+
+    def wrk_ready(self) -> bool:
+        if wrk.available():
+            return True
+        self.skip("wrk", "wrk is not installed (apt-get install wrk): the compiled-load-generator steps are left out")
+        return False
+
+    def wrk_step(self, name: str, base: str, calls: list[wrk.Call], pid: int | None) -> None:
+        plan = self.plan
+        self.step("wrk", name, lambda: wrk.run_wrk(base, calls, duration=plan.wrk_s, connections=plan.wrk_connections,
+                                                   server_pid=pid, warmup=plan.wrk_warmup_s))
+
+    def wrk_ours(self, server_url: str, pid: int, *, workers: int) -> None:
+        """Our server under wrk: loadTable, HEAD table, list tables and the read-tree mix."""
+        if not self.wrk_ready():
+            return
+        config = httpx.get(f"{server_url}/catalog/v1/config", params={"warehouse": WAREHOUSE}, timeout=30).json()
+        prefix = config["overrides"].get("prefix") or config["defaults"]["prefix"]
+        base, root = wrk.catalog_base(server_url + "/catalog", prefix)
+        tables = [[ns, name] for ns, name in self.tree.tables]
+        calls = {"load_table": wrk.load_table_calls(root, tables),
+                 "head_table": wrk.load_table_calls(root, tables, method="HEAD"),
+                 "list_tables": wrk.list_tables_calls(root, self.tree.leaves),
+                 "read_tree": wrk.read_tree_calls(root, self.tree, with_views=self.with_views)}
+        for workload in self.plan.wrk_workloads:
+            self.wrk_step(f"ours_workers_{workers}/{workload}", base, calls[workload], pid)
+
+    def wrk_floor(self, floor: FloorServer, prefix: str, workers: int) -> None:
+        if not self.wrk_ready():
+            return
+        base, root = wrk.catalog_base(floor.url + "/catalog", prefix)
+        calls = wrk.load_table_calls(root, [[ns, name] for ns, name in self.tree.tables])
+        self.wrk_step(f"floor_workers_{workers}/load_table", base, calls, floor.process.pid)
+
+    def wrk_seaweedfs(self, seaweed: SeaweedIceberg, namespace: list[str]) -> None:
+        if not self.wrk_ready():
+            return
+        target = seaweed.target()
+        config = httpx.get(f"{target['catalog_url']}/v1/config", params={"warehouse": target["warehouse"]},
+                           timeout=30).json()
+        prefix = config.get("overrides", {}).get("prefix") or config.get("defaults", {}).get("prefix")
+        base, root = wrk.catalog_base(target["catalog_url"], prefix)
+        tables = self.peer_tables(namespace)
+        calls = {"load_table": wrk.load_table_calls(root, tables),
+                 "head_table": wrk.load_table_calls(root, tables, method="HEAD"),
+                 "list_tables": wrk.list_tables_calls(root, [namespace])}
+        for workload in ("load_table", "head_table", "list_tables"):
+            if workload in self.plan.wrk_workloads:
+                self.wrk_step(f"seaweedfs/{workload}", base, wrk.signed(calls[workload], base, target["sigv4"]),
+                              seaweed.pid)
+
+    def profile_ours(self, server_url: str, pid: int) -> None:
+        """py-spy samples our server (1 worker) during one more wrk loadTable run: the CPU breakdown."""
+        from bench import profile as breakdown
+
+        if self.plan.profile_s <= 0 or not wrk.available():
+            return
+        spy = shutil.which("py-spy", path=os.path.dirname(sys.executable)) or shutil.which("py-spy")
+        if spy is None:
+            self.skip("profile", "py-spy is not installed (pip install py-spy): no loadTable CPU breakdown")
+            return
+
+        def record() -> dict[str, Any]:
+            config = httpx.get(f"{server_url}/catalog/v1/config", params={"warehouse": WAREHOUSE}, timeout=30).json()
+            base, root = wrk.catalog_base(server_url + "/catalog",
+                                          config["overrides"].get("prefix") or config["defaults"]["prefix"])
+            calls = wrk.load_table_calls(root, [[ns, name] for ns, name in self.tree.tables])
+            with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
+                out = os.path.join(tmp, "stacks.raw")
+                spy_run = subprocess.Popen([spy, "record", "--pid", str(pid), "--subprocesses", "--rate", "250",
+                                            "--duration", str(int(self.plan.profile_s) + 1), "--format", "raw",
+                                            "--output", out, "--nonblocking"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                time.sleep(0.5)
+                run = wrk.run_wrk(base, calls, duration=self.plan.profile_s, connections=self.plan.wrk_connections,
+                                  server_pid=pid, warmup=0)
+                spy_run.wait(timeout=self.plan.profile_s + 60)
+                with open(out) as handle:
+                    return {**breakdown.breakdown(handle.read()), "load_table": run}
+
+        self.step("server", "load_table_profile", record)
 
     def probe_views(self, target: dict[str, Any]) -> None:
         probe = run_driver("views_supported", {"target": target})
@@ -231,6 +333,7 @@ class Run:
                     "target": self.target(floor.url, "floor"), "tables": tables,
                     "concurrency": plan.load_concurrency, "duration": plan.load_table_s},
                     server_pid=floor.process.pid)
+                self.wrk_floor(floor, body["prefix"] or "floor", workers)
             finally:
                 floor.stop()
             return {**result, "body_bytes": body["bytes"]}
@@ -253,6 +356,11 @@ class Run:
             self.step("commits", f"sqlcatalog_c{concurrency}", lambda c=concurrency: run_driver(
                 "sqlcatalog_commits", {"uri": uri, "warehouse": warehouse, "concurrency": c,
                                        "duration": self.plan.append_s, "columns": self.plan.shape.columns}))
+        self.step("commits", "sqlcatalog_history", lambda: run_driver(
+            "sqlcatalog_commits_long_history", {"uri": uri, "warehouse": warehouse,
+                                                "snapshots": self.plan.history_snapshots,
+                                                "duration": self.plan.history_commit_s,
+                                                "columns": self.plan.shape.columns}))
 
     # -- peers --------------------------------------------------------------------------------
 
@@ -299,6 +407,7 @@ class Run:
                     "load_table_throughput", {"target": target, "tables": tables,
                                               "concurrency": plan.load_concurrency, "duration": plan.load_table_s},
                     server_pid=seaweed.pid))
+                self.wrk_seaweedfs(seaweed, ["bench_peer"])
             for concurrency in plan.append_concurrency:
                 self.step("commits", f"seaweedfs_c{concurrency}", lambda c=concurrency: run_driver(
                     "append_commits", {"target": target, "namespace": [f"bench_append_c{c}"], "concurrency": c,
@@ -338,6 +447,11 @@ class Run:
                     "load_table_throughput", {"target": target, "tables": tables,
                                               "concurrency": plan.load_concurrency, "duration": plan.load_table_s},
                     server_pid=lakana.pid))
+                if "load_table" in plan.wrk_workloads and self.wrk_ready():
+                    base, root = wrk.catalog_base(target["catalog_url"], target["prefix"])
+                    auth = (("authorization", f"Bearer {target['token']}"),)
+                    calls = [attrs.evolve(call, headers=auth) for call in wrk.load_table_calls(root, tables)]
+                    self.wrk_step("lakana/load_table", base, calls, lakana.pid)
         finally:
             lakana.close()
             self.drop_lakana_database(database_url)

@@ -424,6 +424,76 @@ async def append_commits(target: dict[str, Any], *, namespace: list[str], concur
     return {"load": model, "retried_conflicts": conflicts, **recorder.summary()}
 
 
+async def _grow_history(client: RestCatalogClient, namespace: list[str], table: str, state: dict[str, Any],
+                        count: int, until: int, rng: random.Random, batch: int) -> tuple[dict[str, Any], int]:
+    """Append snapshots with batched add-snapshot commits (placeholder manifest lists, which loadTable
+    never reads) until the table has ``until``; returns the new metadata and the count."""
+    while count < until:
+        updates = []
+        parent = state.get("current-snapshot-id")
+        parent = None if parent in (None, -1) else parent
+        sequence = state.get("last-sequence-number", 0)
+        now = int(time.time() * 1000)
+        for _ in range(min(batch, until - count)):
+            sequence += 1
+            snap = dataset.snapshot(_snapshot_ids(rng), parent, sequence, state["location"], now)
+            updates.extend(dataset.append_updates(snap))
+            parent = snap["snapshot-id"]
+            count += 1
+        status, payload = await client.commit_table(namespace, table, updates, op="build_history", ok=(200,))
+        if status != 200:
+            raise RuntimeError(f"building history failed at {count}: {status} {payload[:300]!r}")
+        state = json.loads(payload)["metadata"]
+    return state, count
+
+
+async def append_commits_long_history(target: dict[str, Any], *, namespace: list[str], snapshots: int = 10_000,
+                                     duration: float = 10.0, columns: int = 10, batch: int = 500,
+                                     server_pid: int | None = None) -> dict[str, Any]:
+    """One writer appending snapshots to a table that already has ``snapshots`` of them (built with
+    batched add-snapshot commits first, unrecorded): what a commit costs once the metadata is large."""
+    recorder = Recorder()
+    async with RestCatalogClient(target, recorder, concurrency=2) as client:
+        await client.create_namespace(namespace, {}, ok=(200, 409))
+        table = f"history_{snapshots}"
+        await client.create_table(namespace, {"name": table, "schema": dataset.schema(columns)}, ok=(200, 409))
+        state = await _table_state(client, namespace, table)
+        rng = random.Random(11)
+        built = time.perf_counter()
+        state, _ = await _grow_history(client, namespace, table, state, len(state.get("snapshots") or []),
+                                       snapshots, rng, batch)
+        build_s = time.perf_counter() - built
+        conflicts = 0
+
+        async def step(worker: int, step_rng: random.Random) -> None:
+            nonlocal state, conflicts
+            parent = state.get("current-snapshot-id")
+            snap = dataset.snapshot(_snapshot_ids(step_rng), parent, state["last-sequence-number"] + 1,
+                                    state["location"], int(time.time() * 1000))
+            status, payload = await client.commit_table(
+                namespace, table, dataset.append_updates(snap),
+                [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}], ok=(200,),
+                op="append_commit")
+            if status == 200:
+                state = json.loads(payload)["metadata"]
+            else:
+                conflicts += status == 409
+                state = await _table_state(client, namespace, table)
+
+        from bench.processes import cpu_seconds
+
+        recorder.reset()
+        cpu_before = cpu_seconds(server_pid) if server_pid else None
+        recorder.start()
+        model = await closed_loop(1, duration, step)
+        recorder.stop()
+        timed_cpu = cpu_seconds(server_pid) - cpu_before if server_pid else None
+    # the server's CPU during the timed commits only (run_driver's figure would include the build)
+    return {"load": model, "snapshots": snapshots, "build_history_s": round(build_s, 2),
+            "retried_conflicts": conflicts, **recorder.summary(),
+            **({"timed_server_cpu_s": round(timed_cpu, 3)} if timed_cpu is not None else {})}
+
+
 # ---------------------------------------------------------------------------------------------
 # cost curves
 
@@ -446,22 +516,7 @@ async def snapshot_curve(target: dict[str, Any], *, points: list[int], samples: 
         build_seconds = 0.0
         for point in points:
             began = time.perf_counter()
-            while count < point:
-                updates = []
-                parent = state.get("current-snapshot-id")
-                parent = None if parent in (None, -1) else parent
-                sequence = state.get("last-sequence-number", 0)
-                now = int(time.time() * 1000)
-                for _ in range(min(batch, point - count)):
-                    sequence += 1
-                    snap = dataset.snapshot(_snapshot_ids(rng), parent, sequence, state["location"], now)
-                    updates.extend(dataset.append_updates(snap))
-                    parent = snap["snapshot-id"]
-                    count += 1
-                status, payload = await client.commit_table(namespace, table, updates, op="build_history", ok=(200,))
-                if status != 200:
-                    raise RuntimeError(f"building history failed at {count}: {status} {payload[:300]!r}")
-                state = json.loads(payload)["metadata"]
+            state, count = await _grow_history(client, namespace, table, state, count, point, rng, batch)
             build_seconds += time.perf_counter() - began
             row: dict[str, Any] = {"snapshots": count}
             for mode in ("all", "refs"):
@@ -806,6 +861,81 @@ def _sqlcatalog_commits_sync(uri: str, warehouse: str, concurrency: int, duratio
     catalog.engine.dispose()
     return {"load": {"model": "closed", "concurrency": concurrency, "threads": True},
             "failed_commits": conflicts, **recorder.summary()}
+
+
+async def sqlcatalog_commits_long_history(uri: str, warehouse: str, *, snapshots: int = 10_000,
+                                         duration: float = 10.0, columns: int = 10,
+                                         batch: int = 500) -> dict[str, Any]:
+    """PyIceberg ``SqlCatalog`` in-process: the same one-writer append commits on a table that already
+    has ``snapshots`` snapshots (built with batched commits first, unrecorded)."""
+    return await asyncio.to_thread(_sqlcatalog_long_history_sync, uri, warehouse, snapshots, duration, columns, batch)
+
+
+def _sqlcatalog_long_history_sync(uri: str, warehouse: str, snapshots: int, duration: float, columns: int,
+                                  batch: int) -> dict[str, Any]:
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.schema import Schema
+    from pyiceberg.table.refs import SnapshotRefType
+    from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+    from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
+
+    catalog = SqlCatalog("bench", uri=uri, warehouse=warehouse)
+    namespace = "bench_sqlcatalog_history"
+    if (namespace,) not in catalog.list_namespaces():
+        catalog.create_namespace(namespace)
+    identifier = f"{namespace}.history_{snapshots}"
+    if catalog.table_exists(identifier):
+        catalog.drop_table(identifier)
+    table = catalog.create_table(identifier, Schema.model_validate(dataset.schema(columns)))
+    rng = random.Random(11)
+
+    def snapshot_after(metadata: Any, parent: int | None, sequence: int) -> Snapshot:
+        return Snapshot(
+            snapshot_id=_snapshot_ids(rng), parent_snapshot_id=parent, sequence_number=sequence,
+            timestamp_ms=int(time.time() * 1000), manifest_list=f"{metadata.location}/metadata/snap-bench.avro",
+            summary=Summary(operation=Operation.APPEND, **{"added-data-files": "1", "added-records": "10"}),
+            schema_id=0)
+
+    built = time.perf_counter()
+    count = 0
+    while count < snapshots:
+        metadata = table.metadata
+        parent, sequence, updates = metadata.current_snapshot_id, metadata.last_sequence_number, []
+        for _ in range(min(batch, snapshots - count)):
+            sequence += 1
+            snap = snapshot_after(metadata, parent, sequence)
+            updates += [AddSnapshotUpdate(snapshot=snap), SetSnapshotRefUpdate(
+                ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=snap.snapshot_id)]
+            parent = snap.snapshot_id
+            count += 1
+        response = catalog.commit_table(table, (), tuple(updates))
+        table.metadata, table.metadata_location = response.metadata, response.metadata_location
+    build_s = time.perf_counter() - built
+    recorder = Recorder()
+    failed = 0
+    recorder.start()
+    deadline = time.perf_counter() + duration
+    while time.perf_counter() < deadline:
+        metadata = table.metadata
+        parent = metadata.current_snapshot_id
+        snap = snapshot_after(metadata, parent, metadata.last_sequence_number + 1)
+        began = time.perf_counter()
+        try:
+            response = catalog.commit_table(
+                table, (AssertRefSnapshotId(ref="main", snapshot_id=parent),),
+                (AddSnapshotUpdate(snapshot=snap),
+                 SetSnapshotRefUpdate(ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=snap.snapshot_id)))
+        except Exception as exc:
+            recorder.record("append_commit", time.perf_counter() - began, type(exc).__name__, False, str(exc))
+            failed += 1
+            table = catalog.load_table(identifier)
+            continue
+        recorder.record("append_commit", time.perf_counter() - began, 200, True)
+        table.metadata, table.metadata_location = response.metadata, response.metadata_location
+    recorder.stop()
+    catalog.engine.dispose()
+    return {"load": {"model": "closed", "concurrency": 1, "threads": True}, "snapshots": snapshots,
+            "build_history_s": round(build_s, 2), "failed_commits": failed, **recorder.summary()}
 
 
 async def ui_pages(target: dict[str, Any], *, namespace: list[str], samples: int = 10,

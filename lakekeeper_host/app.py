@@ -11,7 +11,7 @@ from quart import Quart
 
 from lakekeeper_host.api import BLUEPRINTS
 from lakekeeper_host.api.common import json_response, state
-from lakekeeper_host.api.pipeline import TimeLimitedQuart, install
+from lakekeeper_host.api.pipeline import PipelineQuart, install
 from lakekeeper_host.config import Settings
 from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import Registry
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Registry | None = None) -> Quart:
-    app = TimeLimitedQuart("lakekeeper_host")
+    app = PipelineQuart("lakekeeper_host")
     app.config["MAX_CONTENT_LENGTH"] = settings.host.max_request_body_size
     max_request_seconds = settings.host.max_request_time.total_seconds()
     app.config["BODY_TIMEOUT"] = max(1, int(max_request_seconds))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
@@ -47,14 +49,30 @@ class Metrics:
             registry=self.registry,
         )
 
+        # labelled children by label values: ``labels()`` validates and joins its arguments on every
+        # call, several times per request (a loadTable counts three cache lookups); the set of label
+        # values is small (routes x methods x statuses, caches x hit/miss)
+        self._request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._cache_children: dict[tuple[str, str], Any] = {}
+
     def bind_store(self, store) -> None:
         """Report the store's pool sizes at scrape time and count its cache lookups."""
         self.registry.register(_PoolCollector(store))
-        store.caches.observe(lambda cache, result: self.cache.labels(cache, result).inc())
+        store.caches.observe(self.count_cache_lookup)
+
+    def count_cache_lookup(self, cache: str, result: str) -> None:
+        child = self._cache_children.get((cache, result))
+        if child is None:
+            child = self._cache_children[(cache, result)] = self.cache.labels(cache, result)
+        child.inc()
 
     def observe_request(self, method: str, endpoint: str, status: int, seconds: float) -> None:
-        self.requests.labels(method, endpoint, str(status)).inc()
-        self.latency.labels(method, endpoint).observe(seconds)
+        children = self._request_children.get((method, endpoint, status))
+        if children is None:
+            children = self._request_children[(method, endpoint, status)] = (
+                self.requests.labels(method, endpoint, str(status)), self.latency.labels(method, endpoint))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -3,8 +3,8 @@
 # (pip install -e '.[test]'), then report what the test harness can find. Idempotent: it installs
 # only what is missing, so running it again is quick.
 #
-#   - PostgreSQL server binaries (initdb, postgres), Java 17 for Spark and chromium for the console's
-#     browser tests (tests/ui), from apt, if absent
+#   - PostgreSQL server binaries (initdb, postgres), Java 17 for Spark, chromium for the console's
+#     browser tests (tests/ui) and wrk for the benchmark (bench/wrk.py), from apt, if absent
 #   - Azurite (Azure Blob emulator, npm azurite 3.37.0) into ~/.cache/lakekeeper/azurite
 #     ($LAKEKEEPER_AZURITE_DIR overrides), if node/npm exist and it is not there yet (~365 MB)
 #   - hadoop-aws + AWS SDK v1 bundle jars for Spark's s3a, extracted once from the sagemaker-pyspark
@@ -30,6 +30,10 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
 fi
 if ! command -v java >/dev/null; then
     apt_packages+=(openjdk-17-jre-headless)
+fi
+# the benchmark's compiled load generator (bench/wrk.py; the quick bench run in tests/bench uses it)
+if ! command -v wrk >/dev/null; then
+    apt_packages+=(wrk)
 fi
 # tests/ui drive Debian's chromium through Playwright (never `playwright install`)
 if ! command -v chromium >/dev/null && [ ! -x /usr/bin/chromium ]; then

@@ -34,6 +34,7 @@ from lakekeeper_host.server.tables.commit.protocol import commit_tables
 from lakekeeper_host.service.storage import DataAccess
 
 blueprint = Blueprint("catalog", __name__, url_prefix="/catalog/v1")
+reads.register(blueprint)  # listNamespaces, loadNamespace, listTables, loadTable: api/reads.py
 
 ACCESS_DELEGATION_HEADER = "x-iceberg-access-delegation"
 
@@ -60,21 +61,11 @@ async def get_config():
 # ---------------------------------------------------------------- namespaces
 
 
-@blueprint.get("/<prefix>/namespaces")
-async def list_namespaces(prefix: str):
-    return await reads.serve_in_quart(reads.list_namespaces, prefix=prefix)
-
-
 @blueprint.post("/<prefix>/namespaces")
 @idempotent("createNamespace")
 async def create_namespace(prefix: str):
     warehouse = await catalog_warehouse(state(), prefix)
     return json_response(await namespaces.create_namespace(state(), metadata(), warehouse, await json_body()))
-
-
-@blueprint.route("/<prefix>/namespaces/<namespace>", methods=["GET", "HEAD"])
-async def load_namespace(prefix: str, namespace: str):
-    return await reads.serve_in_quart(reads.load_namespace, prefix=prefix, namespace=namespace)
 
 
 @blueprint.delete("/<prefix>/namespaces/<namespace>")
@@ -106,11 +97,6 @@ async def update_namespace_properties(prefix: str, namespace: str):
 # ---------------------------------------------------------------- tables
 
 
-@blueprint.get("/<prefix>/namespaces/<namespace>/tables")
-async def list_tables(prefix: str, namespace: str):
-    return await reads.serve_in_quart(reads.list_tables, prefix=prefix, namespace=namespace)
-
-
 @blueprint.post("/<prefix>/namespaces/<namespace>/tables")
 @idempotent("createTable")
 async def create_table(prefix: str, namespace: str):
@@ -129,11 +115,6 @@ async def register_table(prefix: str, namespace: str):
         state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
     )
     return json_response(body, headers=_etag_headers(etag))
-
-
-@blueprint.route("/<prefix>/namespaces/<namespace>/tables/<table>", methods=["GET", "HEAD"])
-async def load_table(prefix: str, namespace: str, table: str):
-    return await reads.serve_in_quart(reads.load_table, prefix=prefix, namespace=namespace, table=table)
 
 
 @blueprint.post("/<prefix>/namespaces/<namespace>/tables/<table>")

@@ -168,7 +168,7 @@ def _shown(value: str, limit: int = 64) -> str:
 
 
 # ---------------------------------------------------------------- what every response carries
-# app.py's request hooks and the read lane (api/reads.py) both apply these.
+# Pipeline.run (api/pipeline.py) applies these to every response, the read lane's and Quart's.
 
 CORS_ALLOWED_HEADERS = (
     "authorization, content-type, accept, user-agent, x-project-id, x-request-id, "

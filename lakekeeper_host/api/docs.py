@@ -402,7 +402,7 @@ def _lane_head_routes() -> dict[str, str]:
     """Quart rule -> operationId of the existence checks the read lane answers for HEAD."""
     return {
         route.rule: _camel(route.handler.__name__.removeprefix("load_") + "_exists")
-        for route in reads.ROUTES.values() if "HEAD" in route.methods
+        for route in reads.ROUTES if "HEAD" in route.methods
     }
 
 

@@ -18,15 +18,11 @@ from lakekeeper_host.server.views.commit import commit_view
 from lakekeeper_host.service.storage import DataAccess
 
 blueprint = Blueprint("views", __name__, url_prefix="/catalog/v1")
+reads.register(blueprint)  # listViews, loadView: api/reads.py
 
 
 def _access() -> DataAccess:
     return DataAccess.from_header(request.headers.get("x-iceberg-access-delegation"))
-
-
-@blueprint.get("/<prefix>/namespaces/<namespace>/views")
-async def list_views(prefix: str, namespace: str):
-    return await reads.serve_in_quart(reads.list_views, prefix=prefix, namespace=namespace)
 
 
 @blueprint.post("/<prefix>/namespaces/<namespace>/views")
@@ -38,11 +34,6 @@ async def create_view(prefix: str, namespace: str):
             state(), metadata(), warehouse, parse_namespace_path(namespace), await json_body(), _access()
         )
     )
-
-
-@blueprint.route("/<prefix>/namespaces/<namespace>/views/<view>", methods=["GET", "HEAD"])
-async def load_view(prefix: str, namespace: str, view: str):
-    return await reads.serve_in_quart(reads.load_view, prefix=prefix, namespace=namespace, view=view)
 
 
 @blueprint.post("/<prefix>/namespaces/<namespace>/views/<view>")

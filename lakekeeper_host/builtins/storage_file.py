@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import shutil
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import ClassVar
@@ -31,6 +32,9 @@ from lakekeeper_host.service.storage import (
 )
 
 log = logging.getLogger(__name__)
+
+METADATA_DIR_RECHECK_S = 30.0
+METADATA_DIR_CAPACITY = 10_000
 
 
 def _validate_root(instance, attribute, value: str) -> None:
@@ -70,6 +74,8 @@ class FileStorage:
     def __init__(self, profile: FileProfile):
         self.profile = profile
         self._base = location_of(os.path.normpath(profile.root))
+        # table location -> until when its metadata directory is known to exist (see table_config)
+        self._metadata_dirs: dict[str, float] = {}
 
     def base_location(self) -> str:
         return self._base
@@ -149,17 +155,22 @@ class FileStorage:
             # <table>/metadata/ without creating the directory (its CTAS failed with "No such file").
             # A generic table has no Iceberg metadata: its own directory is what writers need
             # (PyArrow writes a Parquet file into it without creating it).
-            # Called on every writable load: usually the directory is there and one stat() answers,
-            # inline (a worker-thread hop costs more than the syscall).
-            needed = request.table_location if request.tabular_kind == "generic_table" else join_location(
-                request.table_location, "metadata"
-            )
-            directory = path_of(needed)
-            if not directory.is_dir():
-                try:
-                    await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
-                except OSError as exc:  # a courtesy to such writers: a load must not fail over it
-                    log.debug("cannot create %s: %s", directory, exc)
+            # Asked on every writable load: a directory found is not asked about again for
+            # METADATA_DIR_RECHECK_S (one stat() per table and half minute, not per load).
+            location = request.table_location
+            now = time.monotonic()
+            if self._metadata_dirs.get(location, 0.0) < now:
+                needed = location if request.tabular_kind == "generic_table" else join_location(location, "metadata")
+                directory = path_of(needed)
+                if not os.path.isdir(directory):
+                    try:
+                        await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
+                    except OSError as exc:  # a courtesy to such writers: a load must not fail over it
+                        log.debug("cannot create %s: %s", directory, exc)
+                        return TableConfig()
+                if len(self._metadata_dirs) >= METADATA_DIR_CAPACITY:
+                    self._metadata_dirs.clear()
+                self._metadata_dirs[location] = now + METADATA_DIR_RECHECK_S
         return TableConfig()
 
     def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:

@@ -34,7 +34,7 @@ def _ignore(cache: str, result: str) -> None:
 
 # parsed pydantic metadata takes several times the memory of its JSON text
 PARSED_WEIGHT = 8
-DEFAULT_METADATA_BYTES = 64 * 2**20
+DEFAULT_METADATA_BYTES = 128 * 2**20
 
 
 class MetadataCache:
@@ -56,7 +56,9 @@ class MetadataCache:
         return entry[0]
 
     def put(self, kind: str, location: str, value: Any, size: int) -> None:
-        if size > self.max_bytes // 4:  # one huge table must not evict everything else
+        # one huge table must not evict everything else: at most half the cache (the parsed metadata of a
+        # table with 10,000 snapshots is ~33 MiB; parsing it again costs a commit about a second)
+        if size > self.max_bytes // 2:
             return
         key = (kind, location)
         old = self._entries.pop(key, None)
@@ -67,6 +69,11 @@ class MetadataCache:
         while self.bytes > self.max_bytes and self._entries:
             _, (_, evicted) = self._entries.popitem(last=False)
             self.bytes -= evicted
+
+    def forget(self, kind: str, location: str) -> None:
+        entry = self._entries.pop((kind, location), None)
+        if entry is not None:
+            self.bytes -= entry[1]
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -26,7 +26,6 @@ import functools
 from collections.abc import Collection, Sequence
 from typing import Any
 
-import attrs
 from attrs import frozen
 
 from lakekeeper_host.store.db import Executor, Row, now_ms, rows_with_ids
@@ -167,13 +166,21 @@ async def with_current_metadata(db: Executor, row: TabularRow) -> TabularRow | N
         return row
     cached = db.caches.metadata.get("json", row.metadata_location)
     if cached is not None:
-        return attrs.evolve(row, metadata=cached)
+        return _with_metadata(row, row.metadata_location, cached)
     record = await db.fetch_one("SELECT metadata_location, metadata FROM tabular WHERE id = :id AND deleted_at IS NULL",
                                 {"id": row.id})
     if record is None or record["metadata"] is None:
         return None
     remember_metadata(db, record["metadata_location"], record["metadata"])
-    return attrs.evolve(row, metadata_location=record["metadata_location"], metadata=record["metadata"])
+    return _with_metadata(row, record["metadata_location"], record["metadata"])
+
+
+def _with_metadata(row: TabularRow, metadata_location: str, metadata: str) -> TabularRow:
+    """``attrs.evolve(row, metadata_location=..., metadata=...)`` without its per-call introspection
+    (every loadTable makes one)."""
+    return TabularRow(row.id, row.warehouse_id, row.namespace_id, row.name, row.typ, row.location, metadata_location,
+                      metadata, row.staged, row.protected, row.deleted_at, row.version, row.created_at,
+                      row.updated_at)
 
 
 def remember_metadata(db: Executor, metadata_location: str | None, metadata_json: str | None) -> None:

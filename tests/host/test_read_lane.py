@@ -10,7 +10,7 @@ import uuid
 import httpx
 import pytest
 
-from lakekeeper_host.api.reads import match
+from lakekeeper_host.api.reads import ROUTES, match
 from lakekeeper_testing.server import create_file_warehouse
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
@@ -74,11 +74,26 @@ def test_lane_and_quart_answer_alike(tree, method, path, headers):
     assert lane.headers["x-request-id"] and lane.headers["x-request-id"] != quart.headers["x-request-id"]
     if method == "GET":
         assert lane.headers["content-type"] == "application/json"
-        assert lane.json() == quart.json()
+        assert lane.content == quart.content  # byte for byte
     else:
         assert lane.content == quart.content == b""
     if lane.status_code >= 400 and method == "GET":
         assert set(lane.json()["error"]) == {"message", "type", "code"}
+
+
+def test_load_table_bytes_are_the_metadata_file_spliced_into_the_reference_envelope(tree):
+    """The lane's loadTable body is, byte for byte, the metadata file's JSON in the envelope the
+    straightforward serialisation builds (the ETag: tests/host/test_metadata_json.py)."""
+    from lakekeeper_host.server.metadata_io import decode
+    from lakekeeper_host.service.storage import TableConfig
+    from tests.host.test_metadata_json import reference_load_result_json
+
+    with httpx.Client(timeout=30) as http:
+        response = http.get(f"{tree['prefix']}/namespaces/ns/tables/t")
+    location = response.json()["metadata-location"]
+    with open(location.removeprefix("file://"), "rb") as handle:
+        metadata_json = decode(handle.read())
+    assert response.content == reference_load_result_json(location, metadata_json, TableConfig()).encode()
 
 
 def test_etag_revalidation_through_the_lane(tree):
@@ -124,3 +139,25 @@ async def test_lane_applies_cors_and_errors_under_the_test_client(tmp_path):
         assert response.headers["Access-Control-Allow-Origin"] == "http://ui.example"
         body = json.loads(await response.get_data())
         assert body["error"]["type"] == "NoSuchWarehouseException"
+
+
+def test_one_route_table_feeds_the_lane_and_quart(tmp_path):
+    """Every read route is a Quart rule with the same rule, endpoint and methods, generated from the
+    table, and no other Quart rule answers GET on it; the lane finds each route, parameters and all."""
+    from tests.host.test_app import make_app
+
+    app = make_app(tmp_path)
+    quart_rules = [rule for rule in app.url_map.iter_rules() if rule.rule.startswith("/catalog/v1/")]
+    for route in ROUTES:
+        [rule] = [r for r in quart_rules if r.rule == route.rule and "GET" in r.methods]
+        assert rule.endpoint == f"{route.blueprint}.{route.endpoint}"
+        assert route.methods <= rule.methods
+        path = route.rule
+        for name in route.params:
+            path = path.replace(f"<{name}>", f"{name}%2Fvalue")
+        for method in route.methods:
+            found, params = match(method, path)
+            assert found is route
+            assert params == {name: f"{name}%2Fvalue" for name in route.params}
+        assert match("POST", path) is None
+        assert match("GET", path + "/") is None

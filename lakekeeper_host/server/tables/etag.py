@@ -17,6 +17,7 @@ Unparseable tags never match, so the client reloads.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -81,7 +82,13 @@ class TableETag:
 def shape_hash(
     warehouse_id: str, metadata_location: str, *, snapshots: str = "all", storage: StorageShape | None = None
 ) -> str:
-    """The hash of one response shape; NUL separators keep the slots from being re-split."""
+    """The hash of one response shape; NUL separators keep the slots from being re-split. Memoized:
+    every load of a table asks it with the same inputs until the table changes."""
+    return _shape_hash(warehouse_id, metadata_location, snapshots, storage)
+
+
+@functools.lru_cache(maxsize=8192)
+def _shape_hash(warehouse_id: str, metadata_location: str, snapshots: str, storage: StorageShape | None) -> str:
     digest = hashlib.blake2b(digest_size=8)
     for part in (warehouse_id, metadata_location, snapshots):
         digest.update(part.encode())
@@ -119,7 +126,11 @@ def table_etag(
     expires_at_ms: int | None = None,
 ) -> str:
     """The ``ETag`` header value of a load response (``storage=None``: a body without storage config)."""
-    hash_ = shape_hash(warehouse_id, metadata_location, snapshots=snapshots, storage=storage)
+    return etag_of(shape_hash(warehouse_id, metadata_location, snapshots=snapshots, storage=storage), expires_at_ms)
+
+
+def etag_of(hash_: str, expires_at_ms: int | None) -> str:
+    """The ``ETag`` header value for a response-shape hash (see :func:`table_etag`)."""
     return TableETag(hash_, revalidate_after_ms(expires_at_ms)).render()
 
 

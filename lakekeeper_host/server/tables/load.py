@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any
+from urllib.parse import quote
 
 from lakekeeper_host.errors import CatalogError, bad_request, no_such_table, not_found
 from lakekeeper_host.server.authorize import authorize, data_permission
@@ -18,6 +20,7 @@ from lakekeeper_host.server.resolve import (
 )
 from lakekeeper_host.server.tables.etag import (
     StorageShape,
+    etag_of,
     match_not_modified,
     parse_if_none_match,
     shape_hash,
@@ -44,8 +47,6 @@ def access_request(
     access: DataAccess, permission: StoragePermission,
 ) -> TableAccessRequest:
     base = f"{meta.base_uri}/catalog"
-    from urllib.parse import quote
-
     return TableAccessRequest(
         table_location=location,
         permission=permission,
@@ -86,9 +87,13 @@ async def table_config_for(
 def load_result_json(metadata_location: str | None, metadata_json: str, config: TableConfig | None) -> str:
     """``LoadTableResult`` as JSON text; the metadata JSON is spliced in without re-parsing.
     ``config=None`` (no data access) leaves out ``config`` and ``storage-credentials``."""
-    head = json.dumps({"metadata-location": metadata_location}, separators=(",", ":"))[:-1]
+    # json.dumps of a str or None, without the encoder's set-up (the same bytes)
+    location = "null" if metadata_location is None else encode_basestring_ascii(metadata_location)
+    head = '{"metadata-location":' + location
     if config is None:
         return f'{head},"metadata":{metadata_json}}}'
+    if not config.config and not config.storage_credentials:
+        return f'{head},"metadata":{metadata_json},"config":{{}}}}'
     tail: dict[str, Any] = {"config": config.config}
     if config.storage_credentials:
         tail["storage-credentials"] = config.storage_credentials
@@ -204,9 +209,7 @@ async def load_table(
         matched = await match_not_modified(tags, current, vends_credentials=vends)
         if matched is not None:
             return None, matched
-    etag = load_etag(
-        warehouse, row.metadata_location, access, snapshots=mode, expires_at_ms=expires_at_ms, permission=permission
-    )
+    etag = etag_of(current, expires_at_ms)  # = load_etag(...): the same inputs, hashed once
     metadata_json = row.metadata if mode == "all" else refs_only_cached(state, row.metadata_location, row.metadata)
     return load_result_json(row.metadata_location, metadata_json, config), etag
 

@@ -169,6 +169,10 @@ async def commit_tables(
             if item.changed:
                 tabular_store.remember_metadata(state.store, item.metadata_location, item.metadata_json)
                 _remember_parsed(state, item.metadata_location, item.metadata, len(item.metadata_json))
+                if item.row is not None and item.base is not None and item.row.metadata_location:
+                    # superseded here; the next commit starts from the new one (another replica's
+                    # commit moves the location on, so a stale parse is never picked up by location)
+                    state.store.caches.metadata.forget("parsed", item.row.metadata_location)
         for item in pending:  # best effort, after the commit is durable
             if item.changed and item.base is not None:
                 await metadata_io.delete_quietly(
