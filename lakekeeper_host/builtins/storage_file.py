@@ -24,7 +24,7 @@ from attrs import field, frozen
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.config import Settings
-from lakekeeper_host.errors import bad_request
+from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.registry import BuildContext, StorageSpec
 from lakekeeper_host.service.storage import (
@@ -209,8 +209,9 @@ class FileStorage:
             metadata_dir = path_of(join_location(request.table_location, "metadata"))
             if not metadata_dir.is_dir():
                 try:
+                    self._confined(join_location(request.table_location, "metadata"))
                     await asyncio.to_thread(metadata_dir.mkdir, parents=True, exist_ok=True)
-                except OSError as exc:  # a courtesy to such writers: a load must not fail over it
+                except (OSError, CatalogError) as exc:  # a courtesy to such writers: a load must not fail over it
                     log.debug("cannot create %s: %s", metadata_dir, exc)
         return TableConfig()
 
