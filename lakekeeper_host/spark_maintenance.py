@@ -15,6 +15,13 @@ Storage: ``file`` tables are read and written as they are. S3 tables (``s3://``,
 the job loads each with vended credentials and gives them to s3a for that table's bucket alone.
 s3a cannot use remote signing, so a table the catalog vends no credentials for fails in one line.
 
+Deletes: ``expire_snapshots`` deletes the files of the snapshots it expires wherever their manifests
+say they are, and on ``file`` storage the job has the server's rights. So a table whose snapshots
+reach any file outside its own location (an ``add_files`` of another path, a copied manifest) is
+not maintained: :func:`files_outside` looks first. (``remove_orphan_files`` only lists the table
+location; S3 tables are maintained with credentials vended for the table alone.) A commit that
+lands between that look and the expiry is not seen by it: see docs/security.md.
+
 The server's ``table_maintenance`` queue runs one ``python -m lakekeeper_host.spark_maintenance``
 process per task (the JVM never shares the server's process or event loop): the job arrives as
 JSON on stdin, the results leave as one ``RESULT_MARKER`` line on stdout. ``lakekeeper maintain
@@ -29,6 +36,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -435,6 +443,15 @@ def maintain_table(
         (row.data_type for row in call("inspecting the table", f"DESCRIBE TABLE EXTENDED {ident}")
          if row.col_name == "Location"), None,
     )  # fmt: skip
+    if policy.expire_snapshots.enabled:
+        if not location:
+            raise MaintenanceError(f"not maintained: {'.'.join(table)} has no location")
+        outside = files_outside(lambda sql: call("checking the table's files", sql), ident, location)
+        if outside:
+            raise MaintenanceError(
+                f"not maintained: {'.'.join(table)} references files outside the table location {location} "
+                f"(e.g. {', '.join(outside)}); expiring its snapshots would delete them"
+            )
     figures: dict[str, Any] = {
         "snapshots-before": count("snapshots"),
         "data-files-before": count("data_files"),
@@ -491,6 +508,40 @@ def maintain_table(
     if figures["bytes-before"] is not None and figures["bytes-after"] is not None:
         figures["bytes-reclaimed"] = figures["bytes-before"] - figures["bytes-after"]
     return figures
+
+
+def canonical_location(location: str) -> str:
+    """``file:/x`` and ``file:///x`` as ``file:///x``, ``s3a``/``s3n`` as ``s3``, no trailing slash."""
+    scheme, sep, rest = location.partition(":")
+    if not sep:
+        return location.rstrip("/")
+    if scheme.lower() == "file":
+        return "file:///" + rest.lstrip("/").rstrip("/")
+    if scheme.lower() in S3_SCHEMES:
+        return "s3:" + rest.rstrip("/")
+    return location.rstrip("/")
+
+
+# the same canonical form in Spark SQL, and a '.'/'..' segment (%2e spelled too) anywhere in a path
+_CANONICAL_SQL = "regexp_replace(regexp_replace({col}, '^(?i)file:/+', 'file:///'), '^(?i)s3[an]?://', 's3://')"
+_DOT_SEGMENT_SQL = "lower({col}) RLIKE '(^|/)(\\\\.|%2e){{1,2}}(/|$)'"
+
+
+def files_outside(query: Callable[[str], list[Any]], ident: str, location: str, limit: int = 3) -> list[str]:
+    """Up to ``limit`` files the table's snapshots reach -- manifest lists, manifests, data and delete
+    files -- that lie outside ``location`` (path segments compared, scheme spellings normalised)."""
+    inside = canonical_location(location) + "/"
+    sources = (("manifest_list", "snapshots"), ("path", "all_manifests"), ("file_path", "all_files"))
+    found: list[str] = []
+    for column, metadata_table in sources:
+        canonical = _CANONICAL_SQL.format(col=column)
+        sql = (f"SELECT {column} FROM {ident}.{metadata_table} WHERE "
+               f"substring({canonical}, 1, {len(inside)}) <> {_sql_string(inside)} "
+               f"OR {_DOT_SEGMENT_SQL.format(col=column)} LIMIT {limit}")  # fmt: skip
+        found += [str(row[0]) for row in query(sql)]
+        if len(found) >= limit:
+            break
+    return found[:limit]
 
 
 def _stored_bytes(session: SparkSession, location: str | None) -> int | None:

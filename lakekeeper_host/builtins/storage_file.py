@@ -2,6 +2,11 @@
 
 The embedded default and the tests use it; it vends no credentials (clients read the files
 directly). It implements the same ``Storage`` interface as the S3/ADLS/GCS plugins.
+
+The server touches these files with its own rights, so a warehouse root must lie inside a directory
+the operator allows (``LAKEKEEPER__FILE_STORAGE_ALLOWED_ROOTS``, default: the data directory) and
+may not contain the embedded database; and no read, write or delete leaves the root, also not
+through a symbolic link someone placed inside it.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from urllib.parse import unquote, urlsplit
 from attrs import field, frozen
 
 from lakekeeper_host import hookimpl
-from lakekeeper_host.errors import bad_request
+from lakekeeper_host.config import Settings
+from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.ids import new_id
-from lakekeeper_host.registry import StorageSpec
+from lakekeeper_host.registry import BuildContext, StorageSpec
 from lakekeeper_host.service.storage import (
     StoragePermission,
     TableAccessRequest,
@@ -30,11 +36,21 @@ from lakekeeper_host.service.storage import (
     is_sublocation,
     join_location,
 )
+from lakekeeper_host.store.db import embedded_database_file
 
 log = logging.getLogger(__name__)
 
 METADATA_DIR_RECHECK_S = 30.0
 METADATA_DIR_CAPACITY = 10_000
+ALLOWED_ROOTS_VARIABLE = "LAKEKEEPER__FILE_STORAGE_ALLOWED_ROOTS"
+
+
+@frozen
+class FileStorageConfig:
+    """Where ``file`` warehouses may live (read when a file warehouse is created or loaded)."""
+
+    # directories a file warehouse's root must lie in (JSON list or a,b); empty: LAKEKEEPER__DATA_DIR
+    file_storage_allowed_roots: tuple[str, ...] = ()
 
 
 def _validate_root(instance, attribute, value: str) -> None:
@@ -61,7 +77,33 @@ def path_of(location: str) -> Path:
     parts = urlsplit(location)
     if parts.scheme not in ("file", ""):
         raise bad_request(f"Not a file location: {location}", "InvalidLocation")
+    if parts.netloc:
+        # file://host/x is not file:///x: a location on another machine is never ours to touch
+        raise bad_request(
+            f"Invalid location {location}: a file location may not name a host (use file:///path)", "InvalidLocation"
+        )
     return Path(unquote(parts.path))
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def check_root_allowed(root: str, settings: Settings) -> None:
+    """400 unless ``root`` lies inside an allowed directory and holds no file of the catalog's own."""
+    allowed = settings.section(FileStorageConfig).file_storage_allowed_roots or (settings.host.data_dir,)
+    real = os.path.realpath(root)
+    if not any(_within(real, os.path.realpath(directory)) for directory in allowed):
+        raise bad_request(
+            f"Invalid storage-profile.root {root}: file warehouses must lie inside a directory the operator "
+            f"allows with {ALLOWED_ROOTS_VARIABLE} (default: the server's data directory)",
+            "InvalidStorageProfile",
+        )
+    database = embedded_database_file(settings)
+    if database is not None and _within(os.path.realpath(database), real):
+        raise bad_request(
+            f"Invalid storage-profile.root {root}: it contains the catalog's own database", "InvalidStorageProfile"
+        )
 
 
 def location_of(path: str | Path) -> str:
@@ -74,6 +116,7 @@ class FileStorage:
     def __init__(self, profile: FileProfile):
         self.profile = profile
         self._base = location_of(os.path.normpath(profile.root))
+        self._real_root = os.path.realpath(profile.root)
         # table location -> until when its metadata directory is known to exist (see table_config)
         self._metadata_dirs: dict[str, float] = {}
 
@@ -84,16 +127,25 @@ class FileStorage:
         parts = urlsplit(location)
         if parts.scheme == "file":
             # file:/x and file:///x are the same place; Spark writes the former
-            return location_of(os.path.normpath(unquote(parts.path))).rstrip("/")
+            return location_of(os.path.normpath(path_of(location))).rstrip("/")
         return location.rstrip("/")
 
     def is_allowed_location(self, location: str) -> bool:
-        return location.startswith("file:") and is_sublocation(
-            self.normalize_location(location), self._base
-        )
+        # strictly below the root: the root itself is not a table location
+        if not location.startswith("file:"):
+            return False
+        normalized = self.normalize_location(location)
+        return normalized != self._base and is_sublocation(normalized, self._base)
+
+    def _confined(self, location: str) -> Path:
+        """The path of ``location``, refused unless it resolves (symbolic links followed) into the root."""
+        path = path_of(location)
+        if not _within(os.path.realpath(path), self._real_root):
+            raise bad_request(f"Location {location} resolves outside the warehouse root", "InvalidLocation")
+        return path
 
     async def write(self, location: str, data: bytes) -> None:
-        path = path_of(location)
+        path = self._confined(location)
 
         def _write() -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,18 +156,22 @@ class FileStorage:
         await asyncio.to_thread(_write)
 
     async def read(self, location: str) -> bytes:
-        return await asyncio.to_thread(path_of(location).read_bytes)
+        return await asyncio.to_thread(lambda: self._confined(location).read_bytes())
 
     async def exists(self, location: str) -> bool:
         # one stat() on a local disk costs microseconds, a hop to a worker thread ten times that;
-        # loadTable asks on every call (a deleted metadata file must answer 404)
-        return os.path.exists(path_of(location))
+        # loadTable asks on every call (a deleted metadata file must answer 404). Lexically inside the
+        # root (resolving links would cost a stat per path segment): existence is all it tells.
+        path = os.path.normpath(path_of(location))
+        if not _within(path, os.path.normpath(self.profile.root)):
+            raise bad_request(f"Location {location} lies outside the warehouse root", "InvalidLocation")
+        return os.path.exists(path)
 
     async def delete(self, location: str) -> None:
-        await asyncio.to_thread(lambda: path_of(location).unlink(missing_ok=True))
+        await asyncio.to_thread(lambda: self._confined(location).unlink(missing_ok=True))
 
     async def list(self, prefix: str) -> AsyncIterator[str]:
-        root = path_of(prefix)
+        root = self._confined(prefix)
 
         def _walk() -> list[str]:
             if root.is_file():
@@ -134,7 +190,7 @@ class FileStorage:
         return True
 
     async def delete_prefix(self, prefix: str) -> int:
-        root = path_of(prefix)
+        root = self._confined(prefix)
 
         def _remove() -> int:
             if not root.exists():
@@ -164,8 +220,9 @@ class FileStorage:
                 directory = path_of(needed)
                 if not os.path.isdir(directory):
                     try:
+                        self._confined(needed)
                         await asyncio.to_thread(directory.mkdir, parents=True, exist_ok=True)
-                    except OSError as exc:  # a courtesy to such writers: a load must not fail over it
+                    except (OSError, CatalogError) as exc:  # a courtesy to such writers: a load must not fail over it
                         log.debug("cannot create %s: %s", directory, exc)
                         return TableConfig()
                 if len(self._metadata_dirs) >= METADATA_DIR_CAPACITY:
@@ -198,10 +255,17 @@ class FileStorage:
         return None
 
 
-def build_file_storage(profile: FileProfile, credential: None, ctx) -> FileStorage:
+def build_file_storage(profile: FileProfile, credential: None, ctx: BuildContext) -> FileStorage:
+    # on every build (a warehouse's storage is cached per version): a root the operator no longer
+    # allows stops being served instead of being touched
+    check_root_allowed(profile.root, ctx.settings)
     return FileStorage(profile)
 
 
 @hookimpl
 def lakekeeper_storage_profiles():
-    return [StorageSpec(storage_type="file", profile_cls=FileProfile, factory=build_file_storage)]
+    return [
+        StorageSpec(
+            storage_type="file", profile_cls=FileProfile, factory=build_file_storage, config_cls=FileStorageConfig
+        )
+    ]

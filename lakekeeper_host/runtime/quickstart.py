@@ -43,5 +43,7 @@ async def embedded_quickstart(state: AppState) -> None:
         )
         log.info("created warehouse %r at %s", DEMO_WAREHOUSE, root)
     except CatalogError as exc:
-        if exc.type != "WarehouseAlreadyExists":  # another worker won the race
+        if exc.type == "InvalidStorageProfile":  # LAKEKEEPER__FILE_STORAGE_ALLOWED_ROOTS leaves the data dir out
+            log.warning("not creating the %r warehouse: %s", DEMO_WAREHOUSE, exc.message)
+        elif exc.type != "WarehouseAlreadyExists":  # another worker won the race
             raise

@@ -17,17 +17,19 @@ import gzip
 import json
 import logging
 import re
+import zlib
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV3
 from pyiceberg.typedef import IcebergBaseModel
 
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
 from lakekeeper_host.ids import new_id
-from lakekeeper_host.server.spec_json import reason
+from lakekeeper_host.server.tabulars.locations import inside_tabular
 from lakekeeper_host.service.storage import Storage, join_location
 
 log = logging.getLogger(__name__)
@@ -173,15 +175,15 @@ async def write_metadata(storage: Storage, location: str, metadata_json: str) ->
     await storage.write(location, data)
 
 
-async def read_metadata(storage: Storage, location: str) -> tuple[TableMetadata, str]:
-    """Read and parse a metadata file: (metadata, its JSON text).
+async def read_file(storage: Storage, location: str) -> bytes:
+    """The bytes of a metadata file a client named (registerTable, registerView).
 
     A missing file is 404 ``NotFoundException`` "Failed to open input stream for file: <loc>"
-    (the Java client's wording); unparseable content is a 400.
+    (the Java client's wording), a directory too.
     """
     try:
-        raw = await storage.read(location)
-    except (FileNotFoundError, KeyError):
+        return await storage.read(location)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError):
         raise not_found(f"Failed to open input stream for file: {location}") from None
     except CatalogError:
         raise
@@ -189,13 +191,54 @@ async def read_metadata(storage: Storage, location: str) -> tuple[TableMetadata,
         if not await _exists(storage, location):
             raise not_found(f"Failed to open input stream for file: {location}") from None
         raise CatalogError(500, "StorageError", f"Failed to read {location}: {exc}") from None
+
+
+# what a failed decode of a file raises: bad UTF-8, bad gzip, bad JSON, values the models refuse
+FILE_CONTENT_ERRORS = (ValueError, UnicodeDecodeError, IcebergValidationError, OSError, EOFError, zlib.error)
+
+
+def invalid_file(location: str, exc: BaseException, kind: str = "table") -> CatalogError:
+    """400 for a file that is not valid ``kind`` metadata, saying where but never echoing its content:
+    the file may hold anything (a registered path is the client's choice)."""
+    error_type = "InvalidTableMetadata" if kind == "table" else "InvalidViewMetadata"
+    return bad_request(f"Invalid {kind} metadata in {location}: {content_problem(exc)}", error_type)
+
+
+def content_problem(exc: BaseException) -> str:
+    """What is wrong with a file's content, without quoting it: pydantic's field locations and those of
+    its messages that do not repeat the value; JSON's position; else only the kind of problem."""
+    cause = exc if isinstance(exc, ValidationError) else exc.__cause__
+    if isinstance(cause, ValidationError):
+        parts = []
+        for error in cause.errors()[:3]:
+            # pydantic's locations start with the format version it tried (the discriminator): left out
+            loc = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in error.get("loc", ())
+                           if p not in (1, 2, 3)).replace(".[", "[")  # fmt: skip
+            message = str(error.get("msg", ""))
+            value = error.get("input")
+            quoted = isinstance(value, str | int | float) and not isinstance(value, bool) and str(value) in message
+            if error.get("type") in ("value_error", "assertion_error") or quoted or not message:
+                message = "invalid value"
+            parts.append(f"{loc}: {message}" if loc else message)
+        return "; ".join(parts)
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, OSError | EOFError | zlib.error):
+        return "not a readable gzip file"
+    return "not valid metadata"
+
+
+async def read_metadata(storage: Storage, location: str) -> tuple[TableMetadata, str]:
+    """Read and parse a metadata file: (metadata, its JSON text); see :func:`read_file`.
+    Unparseable content is a 400 that does not quote it."""
+    raw = await read_file(storage, location)
     try:
         text = decode(raw)
         metadata = parse(text)
-    except (ValueError, UnicodeDecodeError, IcebergValidationError) as exc:
-        # pydantic's locations start with the format version it tried (the discriminator): left out
-        message = reason(exc, tags=(1, 2, 3))
-        raise bad_request(f"Invalid table metadata in {location}: {message}", "InvalidTableMetadata") from None
+    except FILE_CONTENT_ERRORS as exc:
+        raise invalid_file(location, exc) from None
     return metadata, text
 
 
@@ -204,6 +247,19 @@ async def _exists(storage: Storage, location: str) -> bool:
         return await storage.exists(location)
     except Exception:  # the read error is what matters
         return True
+
+
+def referenced_files(metadata: TableMetadata) -> list[tuple[str, str]]:
+    """``(what, location)`` of every other file a table's metadata names: its metadata log, the
+    snapshots' manifest lists, statistics and partition statistics files."""
+    named = [("the metadata-log entry", entry.metadata_file) for entry in metadata.metadata_log]
+    named += [(f"the manifest-list of snapshot {s.snapshot_id}", s.manifest_list) for s in metadata.snapshots]
+    named += [(f"the statistics-path of snapshot {s.snapshot_id}", s.statistics_path) for s in metadata.statistics]
+    named += [
+        (f"the partition statistics-path of snapshot {s.snapshot_id}", s.statistics_path)
+        for s in getattr(metadata, "partition_statistics", None) or ()
+    ]
+    return named
 
 
 def expired_files(
@@ -220,9 +276,14 @@ def expired_files(
     return sorted(before - after)
 
 
-async def delete_quietly(storage: Storage, locations: list[str]) -> None:
-    """Best-effort removal (leftovers of failed commits, expired metadata files)."""
-    for location in locations:
+async def delete_quietly(storage: Storage, files: Iterable[tuple[str, str]]) -> None:
+    """Best-effort removal of ``(location, tabular location)`` pairs: leftovers of failed writes,
+    expired metadata files. A location outside its tabular's location is never deleted, whatever
+    names it (a registered file's ``metadata-log`` is the client's text)."""
+    for location, tabular_location in files:
+        if not inside_tabular(storage, location, tabular_location):
+            log.warning("not deleting %s: it lies outside the location %s of its table", location, tabular_location)
+            continue
         try:
             await storage.delete(location)
         except Exception:  # never fail a request over cleanup

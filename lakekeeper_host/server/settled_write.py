@@ -38,12 +38,14 @@ VERIFY_SECONDS = 10.0
 @frozen
 class Swap:
     """One compare-and-swap of a transaction: the tabular, the location it expected (None: it was
-    created or un-staged), the metadata file it was pointed at (None: a ``stage-create`` row) and
+    created or un-staged), the metadata file it was pointed at (None: a ``stage-create`` row),
+    the tabular's location (a file is only ever deleted inside it; None: nothing to delete) and
     whether this request wrote that file (False: a registered file is the user's, never deleted)."""
 
     tabular_id: str
     expected_location: str | None
     new_location: str | None
+    tabular_location: str | None = None
     written: bool = True
 
 
@@ -61,9 +63,10 @@ class SettledWrite:
 
 @asynccontextmanager
 async def settled_write(
-    state: AppState, storage: Storage, *, files: Sequence[str | None] = (), creates: bool = False
+    state: AppState, storage: Storage, *, files: Sequence[tuple[str | None, str]] = (), creates: bool = False
 ) -> AsyncIterator[SettledWrite]:
-    """A database transaction that points tabulars at metadata ``files`` already written.
+    """A database transaction that points tabulars at metadata ``files`` already written
+    (``(file, tabular location)`` pairs; a None file: nothing was written).
 
     The body swaps and calls ``write.expect(swap)`` for each swap it made. An exception in the body
     (or a COMMIT with no swap expected) rolls back, deletes ``files`` and propagates; a failed COMMIT
@@ -78,7 +81,7 @@ async def settled_write(
             commit_sent = bool(write.swaps)  # leaving the block sends COMMIT: the outcome may be unknown
     except BaseException as failure:
         if not commit_sent:  # rolled back: nothing changed
-            await metadata_io.delete_quietly(storage, [f for f in files if f])
+            await metadata_io.delete_quietly(storage, [(f, inside) for f, inside in files if f])
             raise
         await settle_uncertain_commit(state, storage, write.swaps, failure, creates=creates)
 
@@ -145,7 +148,8 @@ async def settle_uncertain_commit(
         log.warning("the COMMIT failed (%r) but the commit landed: answering success", failure)
         return
     if landed is False:
-        await metadata_io.delete_quietly(storage, [s.new_location for s in swaps if s.written and s.new_location])
+        written = [(s.new_location, s.tabular_location) for s in swaps if s.written and s.new_location]
+        await metadata_io.delete_quietly(storage, [(f, inside) for f, inside in written if inside])
         if not isinstance(failure, Exception):
             raise failure
         message = f"The database did not complete the {'request' if creates else 'commit'} ({_describe(failure)}); "

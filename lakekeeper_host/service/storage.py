@@ -145,8 +145,28 @@ def join_location(base: str, *parts: str) -> str:
     return out
 
 
+def has_dot_segment(location: str) -> bool:
+    """Whether the path of ``location`` has a ``.`` or ``..`` segment (``%2e`` spelled too, any case).
+
+    A key with such a segment is literal to S3 but not to every S3-compatible server, HTTP proxy or
+    file system, so it may name something else than a string comparison sees: never inside anything.
+    """
+    _, sep, rest = location.partition("://")
+    path = rest if sep else location
+    for segment in path.split("/"):
+        decoded = segment.lower().replace("%2e", ".")
+        if decoded in (".", ".."):
+            return True
+    return False
+
+
 def is_sublocation(location: str, parent: str) -> bool:
-    """True when ``location`` equals ``parent`` or lies below it (path-segment aware)."""
+    """True when ``location`` equals ``parent`` or lies below it (path-segment aware).
+
+    A location with a ``.``/``..`` segment is inside nothing (see :func:`has_dot_segment`).
+    """
+    if has_dot_segment(location):
+        return False
     location = location.rstrip("/")
     parent = parent.rstrip("/")
     return location == parent or location.startswith(parent + "/")

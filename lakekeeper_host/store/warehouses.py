@@ -131,6 +131,12 @@ async def list_warehouses(db: Executor, project_id: str, statuses: list[str] | N
     return result
 
 
+async def list_all_warehouses(db: Executor) -> list[WarehouseRow]:
+    """Every warehouse of every project (the storage overlap check at creation)."""
+    rows = await db.fetch_all("SELECT * FROM warehouse ORDER BY project_id, name_key, id")
+    return [warehouse_from_row(r) for r in rows]
+
+
 async def update_warehouse(db: Executor, warehouse_id: str, **changes: Any) -> bool:
     """Update columns and bump ``version`` (cached storage objects key on it)."""
     encoders = {"storage_profile": dumps, "delete_profile": dumps, "allowed_format_versions": dumps}

@@ -29,7 +29,8 @@ def test_warehouse_create_rename_delete_publish_events(make_server, tmp_path):
     client = httpx.Client(base_url=server.url, timeout=30)
     created = client.post(
         f"{MGMT}/warehouse",
-        json={"warehouse-name": "evented", "storage-profile": {"type": "file", "root": str(tmp_path)}},
+        # not tmp_path itself: the test's SQLite database lies there, which a warehouse may not contain
+        json={"warehouse-name": "evented", "storage-profile": {"type": "file", "root": str(tmp_path / "wh")}},
     )
     wid = created.json()["warehouse-id"]
     client.post(f"{MGMT}/warehouse/{wid}/rename", json={"new-name": "evented-2"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -57,7 +58,7 @@ def test_deactivated_warehouses_are_listed_only_on_request(http, warehouse):
     assert bad.status_code == 400
 
 
-def test_overlapping_locations_are_refused_within_a_project(http, warehouse):
+def test_overlapping_locations_are_refused_in_every_project(http, warehouse):
     nested = {
         "warehouse-name": f"nested-{uuid.uuid4().hex[:6]}",
         "storage-profile": {"type": "file", "root": warehouse["root"] + "/inner"},
@@ -65,10 +66,16 @@ def test_overlapping_locations_are_refused_within_a_project(http, warehouse):
     response = http.post(f"{MGMT}/warehouse", json=nested)
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "CreateWarehouseStorageProfileOverlap"
-    # another project may use the location
+    assert warehouse["name"] in response.json()["error"]["message"]
+    # not in another project either (unlike Lakekeeper): its admin could register and purge this one's
+    # tables with the server's own rights; the other project's warehouse is not named
     project_id = http.post(f"{MGMT}/project", json={"project-name": "elsewhere"}).json()["project-id"]
-    elsewhere = http.post(f"{MGMT}/warehouse", json=nested, headers={"x-project-id": project_id})
-    assert elsewhere.status_code == 201, elsewhere.text
+    for root in (warehouse["root"] + "/inner", str(Path(warehouse["root"]).parent)):
+        body = {**nested, "storage-profile": {"type": "file", "root": root}}
+        elsewhere = http.post(f"{MGMT}/warehouse", json=body, headers={"x-project-id": project_id})
+        assert elsewhere.status_code == 400, elsewhere.text
+        error = elsewhere.json()["error"]
+        assert error["type"] == "CreateWarehouseStorageProfileOverlap" and warehouse["name"] not in error["message"]
 
 
 def test_protected_warehouse_needs_force(http, warehouse):

@@ -55,7 +55,8 @@ def table(tmp_path_factory):
 def plan(table, body, page_size=None):
     async def run():
         request = sp.parse_plan_request(body, table.metadata)
-        io = sp.StorageFileIO(FileStorage(FileProfile(root=table.root)), asyncio.get_running_loop())
+        storage = FileStorage(FileProfile(root=table.root))
+        io = sp.StorageFileIO(storage, asyncio.get_running_loop(), table.metadata.location)
         planner = sp.Planner(request, io)
         return await asyncio.to_thread(planner.plan)
 

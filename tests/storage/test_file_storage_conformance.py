@@ -25,4 +25,5 @@ class TestFileStorageConformance(StorageConformance):
                 (f"file:{root}/ns/t/", f"file://{root}/ns/t"),
                 (f"file://{root}//ns/./t", f"file://{root}/ns/t"),
             ],
+            environment={"LAKEKEEPER__FILE_STORAGE_ALLOWED_ROOTS": str(tmp_path)},
         )

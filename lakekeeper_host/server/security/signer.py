@@ -6,6 +6,11 @@ object it names lies inside that table and that the caller may read (GET/HEAD) o
 (PUT/POST/DELETE) its data -- ``read_data``/``write_data`` on that table or generic table -- and
 then let the warehouse's storage sign it with the warehouse credential.
 
+"Inside" is decided on path segments: a list ``prefix`` must end in the table's folder (``<table>/``,
+not ``<table>`` which also lists ``<table>-private/``), no key may have a ``.``/``..`` segment
+(``%2e`` spelled too: a server or proxy may resolve it), and the source of a copy
+(``x-amz-copy-source``, read by the signed PUT) is checked like the object itself.
+
 The storage object must offer what ``RemoteSigner`` describes; today that is the S3 plugin.
 """
 
@@ -23,6 +28,7 @@ from lakekeeper_host.server.authorize import actor_allowed
 from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
+from lakekeeper_host.service.storage import has_dot_segment
 from lakekeeper_host.store import signer as signer_store
 from lakekeeper_host.store import warehouses as warehouse_store
 
@@ -58,6 +64,8 @@ class SignRequest:
 class ObjectLocation:
     bucket: str
     key: str  # decoded; "" for the bucket itself
+    # a ListObjects prefix: what it reveals is every key starting with it, so it must end in a folder
+    prefix: bool = False
 
     def location(self, scheme: str = "s3") -> str:
         return f"{scheme}://{self.bucket}/{self.key}".rstrip("/")
@@ -107,10 +115,37 @@ def parse_request(uri: str, method: str, body: str | None, url_style: str) -> Pa
         locations = [ObjectLocation(bucket, k) for k in delete_keys(body)]
     elif not key and operation == READ and "prefix" in query:
         # ListObjects(V2): what it reveals is everything under ``prefix``
-        locations = [ObjectLocation(bucket, query["prefix"])]
+        locations = [ObjectLocation(bucket, query["prefix"], prefix=True)]
     else:
         locations = [ObjectLocation(bucket, key)]
+    for location in locations:
+        if has_dot_segment(location.key):
+            raise bad_request(
+                f"Request URI location {location.location()} has a '.' or '..' path segment", "InvalidPathSegment"
+            )
     return ParsedRequest(operation, locations)
+
+
+COPY_SOURCE = "x-amz-copy-source"
+
+
+def copy_source(headers: dict[str, list[str]], method: str) -> ObjectLocation | None:
+    """The object a PUT with ``x-amz-copy-source: [/]bucket/key[?versionId=..]`` reads; only a PUT may copy."""
+    values = [v for name, vs in headers.items() if name.lower() == COPY_SOURCE for v in vs]
+    if not values:
+        return None
+    if method.upper() != "PUT":
+        raise CatalogError(403, "CopyNotSignable", "Only requests that write an object may copy")
+    if len(values) != 1 or "," in values[0]:
+        raise bad_request(f"The header {COPY_SOURCE} must have exactly one value", "InvalidHeaderValue")
+    bucket, _, key = values[0].strip().lstrip("/").partition("/")
+    key = unquote(key.partition("?")[0])
+    if not bucket or not key:
+        raise bad_request(f"The header {COPY_SOURCE} must name a bucket and a key", "InvalidHeaderValue")
+    source = ObjectLocation(unquote(bucket), key)
+    if has_dot_segment(source.key):
+        raise bad_request(f"{COPY_SOURCE} {source.location()} has a '.' or '..' path segment", "InvalidPathSegment")
+    return source
 
 
 def _virtual_host(parts, *, known: bool) -> tuple[str, str]:
@@ -175,14 +210,17 @@ def ancestor_locations(location: ObjectLocation) -> list[str]:
 
 
 def is_inside(location: ObjectLocation, table_location: str) -> bool:
-    """Sub-location check on path segments, ignoring the ``s3a``/``s3n`` aliases of ``s3``."""
+    """Sub-location check on path segments, ignoring the ``s3a``/``s3n`` aliases of ``s3``; a list
+    prefix must lie below the table's folder (``<table>/...``), the table's name alone is not enough."""
     scheme, sep, rest = table_location.partition("://")
-    if not sep or scheme.lower() not in ("s3", "s3a", "s3n"):
+    if not sep or scheme.lower() not in ("s3", "s3a", "s3n") or has_dot_segment(location.key):
         return False
     bucket, _, key = rest.partition("/")
     key = key.strip("/")
-    if bucket != location.bucket:
+    if bucket != location.bucket or not key:
         return False
+    if location.prefix:
+        return location.key.startswith(key + "/")
     return location.key == key or location.key.startswith(key + "/")
 
 
@@ -217,6 +255,7 @@ async def sign(
     if not storage.remote_signing_enabled:
         raise CatalogError(403, "RemoteSigningDisabled", "Remote signing is disabled for this storage profile")
     parsed = parse_request(request.uri, request.method, request.body, storage.remote_signing_url_style)
+    source = copy_source(request.headers, request.method)
     table = await _resolve_table(state, warehouse.id, tabular_id, parsed)
 
     # ---- AUTHZ ----
@@ -233,7 +272,7 @@ async def sign(
             f"Region does not match storage profile (request {request.region!r}, table location {table.location})",
             "RegionMismatch",
         )
-    for location in parsed.locations:
+    for location in [*parsed.locations, *([source] if source else [])]:
         if not is_inside(location, table.location):
             raise _outside(location, table.location)
 

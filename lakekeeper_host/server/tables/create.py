@@ -174,7 +174,7 @@ async def create_table(
         metadata_location = metadata_io.next_metadata_location(location, None, dict(metadata.properties))
         await metadata_io.write_metadata(storage, metadata_location, metadata_json)
     replaced = None
-    async with settled_write(state, storage, files=[metadata_location], creates=True) as write:
+    async with settled_write(state, storage, files=[(metadata_location, location)], creates=True) as write:
         current = await tabular_store.get_tabular(write.tx, namespace.id, name, include_staged=True)
         if current is not None and not current.staged:
             raise conflict_for_existing(current.typ, parts, name, "table")
@@ -189,7 +189,8 @@ async def create_table(
         if not inserted:
             raise CatalogError(409, "AlreadyExistsException", f"Table already exists: {ident(parts, name)}")
         row = await tabular_store.get_tabular_by_id(write.tx, tabular_id)
-        write.expect(Swap(tabular_id, None, metadata_location))  # None: a staged table has no file yet
+        # None: a staged table has no file yet
+        write.expect(Swap(tabular_id, None, metadata_location, tabular_location=location))
 
     tabular_store.remember_metadata(state.store, metadata_location, metadata_json)
 

@@ -19,7 +19,11 @@ from lakekeeper_host.server.resolve import (
 from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.load import load_etag, load_result_json, table_config_for
 from lakekeeper_host.server.tabulars.locations import check_location_available, requested_location
-from lakekeeper_host.server.tabulars.register import insert_registered
+from lakekeeper_host.server.tabulars.register import (
+    check_registered_paths,
+    check_registrable_file,
+    insert_registered,
+)
 from lakekeeper_host.server.tabulars.staged import forget_staged, remove_staged
 from lakekeeper_host.server.warehouses.validation import effective_format_versions
 from lakekeeper_host.service.request import RequestMetadata
@@ -72,6 +76,8 @@ async def register_table(
 
     # ------------------------------------------------ BUSINESS LOGIC
     storage = await state.storage_for(warehouse)
+    replacing = existing.id if existing is not None else None
+    await check_registrable_file(state, warehouse, storage, metadata_location, exclude_id=replacing)
     metadata, _ = await metadata_io.read_metadata(storage, metadata_location)
 
     allowed, _ = effective_format_versions(warehouse)
@@ -80,6 +86,7 @@ async def register_table(
             f"Format version {metadata.format_version} is not allowed in this warehouse", "FormatVersionNotAllowed"
         )
     location = await requested_location(state, warehouse, metadata.location)
+    check_registered_paths(storage, metadata_location, location, metadata_io.referenced_files(metadata))
     metadata_json = metadata_io.to_json(metadata)
     replaced = None
     async with settled_write(state, storage, creates=True) as write:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import struct
 import uuid
 from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
@@ -68,11 +69,12 @@ from pyiceberg.types import (
 )
 from pyiceberg.utils.datetime import days_to_date, micros_to_time, micros_to_timestamp, micros_to_timestamptz
 
-from lakekeeper_host.errors import CatalogError, illegal_argument, no_such_table, not_found
+from lakekeeper_host.errors import CatalogError, bad_request, illegal_argument, no_such_table, not_found
 from lakekeeper_host.server import metadata_io
 from lakekeeper_host.server.authorize import authorize, data_permission
 from lakekeeper_host.server.resolve import resolve_table
 from lakekeeper_host.server.tables.load import table_config_for
+from lakekeeper_host.server.tabulars.locations import inside_tabular
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import Storage
@@ -116,20 +118,39 @@ ENDPOINTS = (
 
 
 class StorageFileIO(FileIO):
-    """A read-only pyiceberg ``FileIO`` over a warehouse ``Storage``.
+    """A read-only pyiceberg ``FileIO`` over a warehouse ``Storage``, confined to one table.
 
     pyiceberg plans synchronously (in a worker thread); each read hops back to the server's event
-    loop, where the storage plugin does its asynchronous IO.
+    loop, where the storage plugin does its asynchronous IO. The manifest list and the manifests
+    it names are the client's files: a location outside ``table_location`` is never read (it could
+    be another table's manifest, or any file the server can read), and a missing one is a 400.
     """
 
-    def __init__(self, storage: Storage, loop: asyncio.AbstractEventLoop):
+    def __init__(self, storage: Storage, loop: asyncio.AbstractEventLoop, table_location: str):
         super().__init__({})
         self.storage = storage
         self.loop = loop
+        self.table_location = table_location
+
+    def check(self, location: str) -> None:
+        if not inside_tabular(self.storage, location, self.table_location):
+            raise bad_request(
+                f"Cannot plan scan: the table's metadata names {location}, which lies outside the table "
+                f"location {self.table_location}",
+                "InvalidLocation",
+            )
 
     def read(self, location: str) -> bytes:
+        self.check(location)
         future = asyncio.run_coroutine_threadsafe(self.storage.read(location), self.loop)
-        return future.result(IO_TIMEOUT_S)
+        try:
+            return future.result(IO_TIMEOUT_S)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise illegal_argument(f"Cannot plan scan: the table's file {location} does not exist") from None
+        except CatalogError:
+            raise
+        except OSError as exc:
+            raise CatalogError(500, "StorageError", f"Failed to read {location}: {exc}") from None
 
     def new_input(self, location: str) -> InputFile:
         return _StorageInputFile(location, self)
@@ -156,6 +177,7 @@ class _StorageInputFile(InputFile):
         return len(self._content())
 
     def exists(self) -> bool:
+        self._io.check(self.location)
         future = asyncio.run_coroutine_threadsafe(self._io.storage.exists(self.location), self._io.loop)
         return bool(future.result(IO_TIMEOUT_S))
 
@@ -650,7 +672,8 @@ def _completed(plan_id: str | None, first_page: dict[str, Any], page_count: int)
 
 
 async def plan_table_scan(
-    state: AppState, *, warehouse_id: str, tabular_id: str, storage: Storage, metadata: TableMetadata, body: Any
+    state: AppState, *, warehouse_id: str, tabular_id: str, storage: Storage, metadata: TableMetadata, body: Any,
+    table_location: str,
 ) -> dict[str, Any]:
     """``planTableScan``: a completed plan, or a submitted one for large scans."""
     # ------------------------------------------------ VALIDATIONS
@@ -658,8 +681,8 @@ async def plan_table_scan(
     request = parse_plan_request(body, metadata)
 
     # ------------------------------------------------ BUSINESS LOGIC
-    planner = Planner(request, StorageFileIO(storage, asyncio.get_running_loop()))
-    manifests = await asyncio.to_thread(planner.manifests)
+    planner = Planner(request, StorageFileIO(storage, asyncio.get_running_loop(), table_location))
+    manifests = await _in_thread(planner.manifests)
     data_manifests = sum(1 for m in manifests if m.content == ManifestContent.DATA)
     if data_manifests >= config.async_min_manifests:
         plan_id = str(uuid.uuid4())
@@ -683,10 +706,23 @@ async def plan_table_scan(
 
 
 async def _run_planner(planner: Planner, manifests: list[ManifestFile]) -> dict[str, Any]:
+    return await _in_thread(planner.plan, manifests)
+
+
+# what decoding a file that is no manifest (list) raises in pyiceberg's Avro reader
+_UNREADABLE = (EOFError, KeyError, IndexError, TypeError, UnicodeDecodeError, OSError, struct.error)
+_NOT_A_MANIFEST = "Cannot plan scan: a file of the table is not a valid manifest or manifest list"
+
+
+async def _in_thread(fn: Any, *args: Any) -> Any:
+    """Run a planning step in a worker thread: a file of the table that is no manifest (list) is a 400
+    (its content is not quoted: the storage errors are CatalogErrors already)."""
     try:
-        return await asyncio.to_thread(planner.plan, manifests)
+        return await asyncio.to_thread(fn, *args)
     except CatalogError:
         raise
+    except _UNREADABLE:
+        raise illegal_argument(_NOT_A_MANIFEST) from None
     except ValueError as exc:
         raise illegal_argument(f"Cannot plan scan: {exc}") from None
 
@@ -782,6 +818,7 @@ async def plan_for_table(
         storage=storage,
         metadata=metadata_io.parse(row.metadata),
         body=body,
+        table_location=row.location,
     )
     if response["status"] == "completed":
         # credentials scoped by the caller's data permission, as a load's are

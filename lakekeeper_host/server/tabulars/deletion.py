@@ -32,8 +32,9 @@ from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
-from lakekeeper_host.service.storage import is_sublocation
+from lakekeeper_host.server.tabulars.locations import inside_tabular
 from lakekeeper_host.store import tabular_admin
+from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.db import Executor
@@ -129,21 +130,22 @@ async def drop_tabular(
     # AUTHZ: a soft-deleted tabular keeps its grants until it expires (undrop brings them back)
     if not soft:
         await deleted(state, _typ(tabular), [tabular.id], warehouse.id)
-    # a registered table's metadata file may live elsewhere: only ever remove what the purge would
-    if purged_metadata and is_sublocation(purged_metadata, dropped.location):
-        await _remove_last_metadata_file(state, warehouse, purged_metadata)
+    if purged_metadata:
+        await _remove_last_metadata_file(state, warehouse, purged_metadata, dropped.location)
 
 
-async def _remove_last_metadata_file(state: AppState, warehouse: Any, metadata_location: str) -> None:
+async def _remove_last_metadata_file(state: AppState, warehouse: Any, metadata_location: str, location: str) -> None:
     """Delete the dropped table's current metadata file now, before the drop is answered.
 
     Spark's ``DROP TABLE ... PURGE`` drops the table and then deletes its files client-side, but
     only while that metadata file exists. Removing it here hands the whole purge to the
     ``tabular_purge`` task instead of letting Spark read manifests the task is deleting.
+    A registered table's metadata file may lie elsewhere: only what the purge would remove is.
     """
     try:
         storage = await state.storage_for(warehouse)
-        await storage.delete(metadata_location)
+        if inside_tabular(storage, metadata_location, location):
+            await storage.delete(metadata_location)
     except Exception:  # noqa: BLE001 - best effort: the purge task removes the file anyway
         log.warning("Could not remove %s of a purged table early", metadata_location, exc_info=True)
 
@@ -247,7 +249,12 @@ async def expire_tabular(state: AppState, task: task_store.TaskRow) -> str:
 
 
 async def purge_tabular(state: AppState, task: task_store.TaskRow) -> str:
-    """``tabular_purge`` handler: delete every file under the tabular's location."""
+    """``tabular_purge`` handler: delete every file under the tabular's location.
+
+    Nothing is deleted when the location is no table location of the warehouse (a row from before
+    that was checked), or when a table or view now lives at or under it: it was created or
+    registered there after the drop (the location was free again), and its files are its own.
+    """
 
     location = task.payload.get("tabular-location")
     if not location:
@@ -256,6 +263,13 @@ async def purge_tabular(state: AppState, task: task_store.TaskRow) -> str:
     if warehouse is None:
         return "Warehouse no longer exists"
     storage = await state.storage_for(warehouse)
+    if not inside_tabular(storage, location, location):
+        log.warning("not purging %s: it is no table location inside warehouse %s", location, warehouse.id)
+        return f"Not purged: {location} is no table location inside the warehouse"
+    taken = await tabular_store.location_conflict(state.store, warehouse.id, storage.normalize_location(location))
+    if taken is not None:
+        log.warning("not purging %s: the table or view at %s lives there now", location, taken)
+        return f"Not purged: the location of the table or view at {taken} overlaps {location}"
     removed = await storage.delete_prefix(location)
     return f"Removed {removed} file(s) under {location}"
 

@@ -1,4 +1,6 @@
-"""Table and view locations: defaults from the storage layout, user-supplied ones, overlap checks."""
+"""Table and view locations: defaults from the storage layout, user-supplied ones, overlap checks,
+and :func:`inside_tabular`, the one test before the catalog reads or deletes a location on a client's
+behalf or with its own rights: inside the table's (or view's) own location, inside the warehouse."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.server.namespaces.layout import render_layout_segment, storage_layout
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import (
+    Storage,
+    is_sublocation,
     join_location,
 )
 from lakekeeper_host.store import tabulars as tabular_store
@@ -32,6 +36,32 @@ async def default_table_location(
     state: AppState, warehouse: WarehouseRow, namespace: NamespaceRow, name: str, tabular_id: str
 ) -> str:
     return await default_tabular_location(state, warehouse, namespace, name, tabular_id)
+
+
+def inside_tabular(storage: Storage, location: str, tabular_location: str) -> bool:
+    """Whether ``location`` lies inside ``tabular_location`` (path-segment aware, scheme aliases and
+    ``file:/`` spellings normalised, no ``.``/``..`` segment) and inside the warehouse.
+
+    The catalog asks this before it reads a file a table's metadata names (register, scan planning)
+    and before it deletes anything (expired metadata files, purges, failed writes): what lies
+    elsewhere belongs to another table, another warehouse or the host, whatever the metadata says.
+    """
+    try:
+        if not storage.is_allowed_location(location):
+            return False
+        return is_sublocation(storage.normalize_location(location), storage.normalize_location(tabular_location))
+    except CatalogError:  # not even a location of this storage
+        return False
+
+
+def require_inside_tabular(
+    storage: Storage, location: str, tabular_location: str, what: str, *, error_type: str = "InvalidLocation"
+) -> None:
+    """400 naming ``what`` (e.g. ``the manifest-list of snapshot 3``) unless :func:`inside_tabular`."""
+    if not inside_tabular(storage, location, tabular_location):
+        raise bad_request(
+            f"Invalid location: {what} {location} lies outside the table location {tabular_location}", error_type
+        )
 
 
 async def requested_location(state: AppState, warehouse: WarehouseRow, location: str) -> str:

@@ -84,7 +84,7 @@ async def commit_view(
             location, row.metadata_location, dict(metadata.properties)
         )
         await metadata_io.write_metadata(storage, metadata_location, metadata_json)
-        async with settled_write(state, storage, files=[metadata_location]) as write:
+        async with settled_write(state, storage, files=[(metadata_location, location)]) as write:
             if moved:
                 await check_location_available(write.tx, warehouse, location, exclude_id=row.id)
             swapped = await tabular_store.cas_update_metadata(
@@ -96,9 +96,9 @@ async def commit_view(
                 location=location if moved else None,
             )
             if swapped:
-                write.expect(Swap(row.id, row.metadata_location, metadata_location))
+                write.expect(Swap(row.id, row.metadata_location, metadata_location, tabular_location=location))
         if not swapped:
-            await metadata_io.delete_quietly(storage, [metadata_location])
+            await metadata_io.delete_quietly(storage, [(metadata_location, location)])
             await asyncio.sleep(min(0.2, 0.005 * 2**attempt) * (0.5 + random.random()))
             continue
 

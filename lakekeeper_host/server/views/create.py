@@ -113,7 +113,7 @@ async def create_view(
     metadata_json = metadata.model_dump_json()
     metadata_location = metadata_io.next_metadata_location(location, None, properties)
     await metadata_io.write_metadata(storage, metadata_location, metadata_json)
-    async with settled_write(state, storage, files=[metadata_location], creates=True) as write:
+    async with settled_write(state, storage, files=[(metadata_location, location)], creates=True) as write:
         replaced = await claim_view_name(write.tx, namespace.id, parts, name)
         await check_location_available(write.tx, warehouse, location)
         inserted = await tabular_store.insert_tabular(
@@ -122,7 +122,7 @@ async def create_view(
         )
         if not inserted:
             raise CatalogError(409, "AlreadyExistsException", f"View already exists: {ident(parts, name)}")
-        write.expect(Swap(view_id, None, metadata_location))
+        write.expect(Swap(view_id, None, metadata_location, tabular_location=location))
 
     # ------------------------------------------------ EVENTS
     events.view_created(state, meta, warehouse, parts, name, view_id, body, prefix=warehouse.id)

@@ -7,12 +7,11 @@ from typing import Any
 
 from pyiceberg.view.metadata import ViewMetadata
 
-from lakekeeper_host.errors import CatalogError, bad_request, no_such_view, not_found
+from lakekeeper_host.errors import no_such_view
 from lakekeeper_host.server import metadata_io
 from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.resolve import lookup_tabular
 from lakekeeper_host.server.tabulars.listing import list_tabular_identifiers
-from lakekeeper_host.server.views import metadata as vm
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import DataAccess, Storage, StoragePermission, TableAccessRequest
@@ -42,20 +41,13 @@ def load_result(metadata_location: str, metadata_json: str, config: dict[str, st
 
 
 async def read_view_metadata(storage: Storage, location: str) -> ViewMetadata:
+    """A view metadata file a client named (registerView): 404 when missing, 400 without quoting it
+    when it is not view metadata."""
+    raw = await metadata_io.read_file(storage, location)
     try:
-        raw = await storage.read(location)
-    except CatalogError:
-        raise
-    except (FileNotFoundError, KeyError):
-        raise not_found(f"Failed to open input stream for file: {location}") from None
-    except OSError as exc:
-        if not await storage.exists(location):
-            raise not_found(f"Failed to open input stream for file: {location}") from None
-        raise CatalogError(500, "StorageError", f"Failed to read {location}: {exc}") from None
-    try:
-        return vm.parse_view_metadata(metadata_io.decode(raw))
-    except UnicodeDecodeError as exc:
-        raise bad_request(f"Invalid view metadata in {location}: {exc}", "InvalidViewMetadata") from None
+        return ViewMetadata.model_validate_json(metadata_io.decode(raw))
+    except metadata_io.FILE_CONTENT_ERRORS as exc:
+        raise metadata_io.invalid_file(location, exc, "view") from None
 
 
 async def list_views(

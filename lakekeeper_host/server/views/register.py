@@ -12,7 +12,11 @@ from lakekeeper_host.server.resolve import require_namespace
 from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.register import register_request
 from lakekeeper_host.server.tabulars.locations import requested_location
-from lakekeeper_host.server.tabulars.register import insert_registered
+from lakekeeper_host.server.tabulars.register import (
+    check_registered_paths,
+    check_registrable_file,
+    insert_registered,
+)
 from lakekeeper_host.server.tabulars.staged import forget_staged
 from lakekeeper_host.server.views.create import claim_view_name
 from lakekeeper_host.server.views.load import load_result, read_view_metadata, view_config
@@ -43,8 +47,10 @@ async def register_view(
 
     # ------------------------------------------------ BUSINESS LOGIC
     storage = await state.storage_for(warehouse)
+    await check_registrable_file(state, warehouse, storage, metadata_location)
     metadata = await read_view_metadata(storage, metadata_location)
     location = await requested_location(state, warehouse, metadata.location)
+    check_registered_paths(storage, metadata_location, location)
     metadata_json = metadata.model_dump_json()
     async with settled_write(state, storage, creates=True) as write:
         replaced = await claim_view_name(write.tx, namespace.id, parts, name)

@@ -179,8 +179,12 @@ def _build_storage(state: AppState, profile_json: Any, credential_json: Any) -> 
 async def check_location_exclusive(
     state: AppState, project_id: str, storage: Storage, exclude: str | None = None
 ) -> None:
+    """No two warehouses share storage, in any project (Lakekeeper checks one project): the catalog
+    deletes and reads a warehouse's files with that warehouse's rights -- for ``file`` storage always
+    the server's own -- so an overlapping warehouse of another project could purge or register this
+    one's tables. Another project's warehouse is not named."""
     base = storage.base_location()
-    for other in await warehouse_store.list_warehouses(state.store, project_id):
+    for other in await warehouse_store.list_all_warehouses(state.store):
         if other.id == exclude:
             continue
         try:
@@ -191,9 +195,10 @@ async def check_location_exclusive(
             continue
         other_base = other_storage.base_location()
         if is_sublocation(base, other_base) or is_sublocation(other_base, base):
-            raise bad_request(
-                f"Storage profile overlaps with existing warehouse {other.name}", "CreateWarehouseStorageProfileOverlap"
+            whose = f"existing warehouse {other.name}" if other.project_id == project_id else (
+                "the storage of a warehouse in another project"
             )
+            raise bad_request(f"Storage profile overlaps with {whose}", "CreateWarehouseStorageProfileOverlap")
 
 
 def merge_profile(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

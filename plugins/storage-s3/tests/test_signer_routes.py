@@ -292,3 +292,91 @@ async def test_writes_need_write_permission(app_client, seaweed, s3_profile, s3_
     refused = await client.post(route, json=upload)
     assert refused.status_code == 403
     assert (await refused.get_json())["error"]["message"].startswith("Not allowed to write data of table")
+
+
+# ---------------------------------------------------------------- confinement (issue 30), from the attacker's side
+
+
+def _signed_headers(signed: dict) -> dict[str, str]:
+    return {k: ", ".join(v) for k, v in signed["headers"].items()}
+
+
+async def test_a_list_prefix_needs_a_folder_boundary(app_client, seaweed, s3_profile, s3_credential, key_prefix):
+    """``prefix=<table>`` without the trailing ``/`` lists the keys of ``<table>-private/`` too."""
+    client = await app_client()
+    warehouse_id, base = await make_s3_warehouse(client, s3_profile, s3_credential)
+    table_id = await add_table(client, warehouse_id, f"{base}/table-a")
+    seaweed.client().put_object(Bucket=BUCKET, Key=f"{key_prefix}/table-a-private/secret.parquet", Body=b"x")
+    route = f"/catalog/v1/signer/{warehouse_id}/tabular-id/{table_id}/v1/aws/s3/sign"
+
+    def listing(prefix: str) -> dict:
+        uri = f"{seaweed.endpoint}/{BUCKET}?list-type=2&prefix={urllib.parse.quote(prefix, safe='')}"
+        return {**sign_body(seaweed, ""), "uri": uri}
+
+    response = await client.post(route, json=listing(f"{key_prefix}/table-a"))
+    if response.status_code == 200:  # what the old signer allowed: the sibling's keys
+        signed = await response.get_json()
+        leaked = httpx.get(signed["uri"], headers=_signed_headers(signed)).text
+        assert "table-a-private" not in leaked, leaked
+    assert response.status_code == 403, await response.get_data()
+    assert (await response.get_json())["error"]["type"] == "RequestUriMismatch"
+    for inside in (f"{key_prefix}/table-a/", f"{key_prefix}/table-a/metadata/000"):
+        assert (await client.post(route, json=listing(inside))).status_code == 200, inside
+
+
+@pytest.mark.parametrize("dots", ["..", "%2e%2e", "%2E%2e", ".%2E", "."])
+async def test_dot_segments_are_refused(app_client, seaweed, s3_profile, s3_credential, key_prefix, dots):
+    client = await app_client()
+    warehouse_id, base = await make_s3_warehouse(client, s3_profile, s3_credential)
+    table_id = await add_table(client, warehouse_id, f"{base}/table-a")
+    await add_table(client, warehouse_id, f"{base}/table-b")
+    route = f"/catalog/v1/signer/{warehouse_id}/tabular-id/{table_id}/v1/aws/s3/sign"
+    escape = f"{dots}/table-b/f" if dots != "." else f"{dots}/f"
+    put = {**sign_body(seaweed, "", "PUT"), "uri": f"{seaweed.endpoint}/{BUCKET}/{key_prefix}/table-a/{escape}"}
+    response = await client.post(route, json=put)
+    if response.status_code == 200:  # the old signer signed it: where does the write land?
+        signed = await response.get_json()
+        httpx.put(signed["uri"], headers=_signed_headers(signed), content=b"planted")
+    assert response.status_code == 400, await response.get_data()
+    assert (await response.get_json())["error"]["type"] == "InvalidPathSegment"
+    listed = seaweed.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{key_prefix}/table-b/")
+    assert not listed.get("Contents"), listed.get("Contents")
+
+    listing = f"{seaweed.endpoint}/{BUCKET}?list-type=2&prefix={key_prefix}/table-a/{dots}/table-b/"
+    assert (await client.post(route, json={**sign_body(seaweed, ""), "uri": listing})).status_code == 400
+    body = f"<Delete><Object><Key>{key_prefix}/table-a/../table-b/f</Key></Object></Delete>"
+    bulk = {**sign_body(seaweed, ""), "uri": f"{seaweed.endpoint}/{BUCKET}?delete", "method": "POST", "body": body}
+    assert (await client.post(route, json=bulk)).status_code == 400
+
+
+async def test_a_copy_source_must_lie_inside_the_table(app_client, seaweed, s3_profile, s3_credential, key_prefix):
+    """A PUT with ``x-amz-copy-source`` reads its source: another table's object must not be copyable."""
+    client = await app_client()
+    warehouse_id, base = await make_s3_warehouse(client, s3_profile, s3_credential)
+    table_id = await add_table(client, warehouse_id, f"{base}/table-a")
+    await add_table(client, warehouse_id, f"{base}/table-b")
+    s3 = seaweed.client()
+    s3.put_object(Bucket=BUCKET, Key=f"{key_prefix}/table-b/secret", Body=b"table-b's data")
+    s3.put_object(Bucket=BUCKET, Key=f"{key_prefix}/table-a/own", Body=b"table-a's data")
+    route = f"/catalog/v1/signer/{warehouse_id}/tabular-id/{table_id}/v1/aws/s3/sign"
+
+    def copy(source: str, target: str) -> dict:
+        body = sign_body(seaweed, f"{key_prefix}/table-a/{target}", "PUT")
+        body["headers"]["x-amz-copy-source"] = [urllib.parse.quote(f"/{BUCKET}/{source}")]
+        return body
+
+    response = await client.post(route, json=copy(f"{key_prefix}/table-b/secret", "stolen"))
+    if response.status_code == 200:  # the old signer signed it: the copy reads table-b
+        signed = await response.get_json()
+        httpx.put(signed["uri"], headers=_signed_headers(signed))
+    assert response.status_code == 403, await response.get_data()
+    assert (await response.get_json())["error"]["type"] == "RequestUriMismatch"
+    assert not s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{key_prefix}/table-a/stolen").get("Contents")
+
+    inside = await client.post(route, json=copy(f"{key_prefix}/table-a/own", "copied"))
+    assert inside.status_code == 200, await inside.get_data()
+    signed = await inside.get_json()
+    assert httpx.put(signed["uri"], headers=_signed_headers(signed)).status_code == 200
+    assert s3.get_object(Bucket=BUCKET, Key=f"{key_prefix}/table-a/copied")["Body"].read() == b"table-a's data"
+    get_with_copy = copy(f"{key_prefix}/table-a/own", "x") | {"method": "GET"}
+    assert (await client.post(route, json=get_with_copy)).status_code == 403

@@ -11,6 +11,7 @@ from lakekeeper_host.server.security.signer import (
     WRITE,
     ObjectLocation,
     ancestor_locations,
+    copy_source,
     is_inside,
     parse_request,
 )
@@ -94,6 +95,46 @@ def test_inside_is_segment_aware_and_scheme_tolerant():
     assert not is_inside(ObjectLocation("bucket", "wh/f"), table)
     assert not is_inside(ObjectLocation("other", "wh/table/f"), table)
     assert not is_inside(ObjectLocation("bucket", ""), table)
+
+
+def test_a_list_prefix_is_inside_only_below_the_tables_folder():
+    table = "s3://bucket/wh/table"
+    assert is_inside(ObjectLocation("bucket", "wh/table/", prefix=True), table)
+    assert is_inside(ObjectLocation("bucket", "wh/table/data/0", prefix=True), table)
+    assert not is_inside(ObjectLocation("bucket", "wh/table", prefix=True), table)  # lists wh/table-private/ too
+    assert not is_inside(ObjectLocation("bucket", "wh/tab", prefix=True), table)
+    assert not is_inside(ObjectLocation("bucket", "", prefix=True), "s3://bucket")
+
+
+@pytest.mark.parametrize("segment", ["..", ".", "%2e%2e", "%2E%2E", "%2e.", ".%2E"])
+def test_dot_segments_are_refused_everywhere(segment):
+    uris = [
+        (f"http://127.0.0.1/bucket/wh/t/{segment}/other/f", "PUT", None),
+        (f"http://127.0.0.1/bucket?list-type=2&prefix=wh/t/{segment}/other/", "GET", None),
+        ("http://127.0.0.1/bucket?delete", "POST", f"<Delete><Object><Key>wh/t/{segment}/o</Key></Object></Delete>"),
+    ]
+    for uri, method, body in uris:
+        with pytest.raises(CatalogError) as excinfo:
+            parse_request(uri, method, body, "auto")
+        assert (excinfo.value.code, excinfo.value.type) == (400, "InvalidPathSegment"), uri
+    assert not is_inside(ObjectLocation("bucket", f"wh/t/{segment}/x"), "s3://bucket/wh/t")
+
+
+def test_copy_source_is_the_object_a_put_reads():
+    assert copy_source({"x-amz-copy-source": ["/bucket/wh/t/a%20b?versionId=3"]}, "PUT") == ObjectLocation(
+        "bucket", "wh/t/a b"
+    )
+    assert copy_source({"X-Amz-Copy-Source": ["bucket/k"]}, "put") == ObjectLocation("bucket", "k")
+    assert copy_source({"User-Agent": ["x"]}, "PUT") is None
+    for headers, method, error in [
+        ({"x-amz-copy-source": ["/bucket/k"]}, "GET", "CopyNotSignable"),
+        ({"x-amz-copy-source": ["/bucket/a", "/bucket/b"]}, "PUT", "InvalidHeaderValue"),
+        ({"x-amz-copy-source": ["/bucket"]}, "PUT", "InvalidHeaderValue"),
+        ({"x-amz-copy-source": ["/bucket/wh/%2e%2e/k"]}, "PUT", "InvalidPathSegment"),
+    ]:
+        with pytest.raises(CatalogError) as excinfo:
+            copy_source(headers, method)
+        assert excinfo.value.type == error, headers
 
 
 def test_candidate_table_locations():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -63,6 +64,8 @@ class CatalogServer:
                 "LAKEKEEPER__PG_ENCRYPTION_KEY": "test-encryption-key-0123456789abcdef",
                 "LAKEKEEPER__DEBUG__MIGRATE_BEFORE_SERVE": "true",
                 "LAKEKEEPER__TASK_POLL_INTERVAL": "200ms",
+                # tests root their file warehouses in temporary directories, not in the data dir
+                "LAKEKEEPER__FILE_STORAGE_ALLOWED_ROOTS": json.dumps([tempfile.gettempdir(), self.data_dir]),
             }
         )
         env.update(self.extra_env)

@@ -52,8 +52,8 @@ from lakekeeper_host.server.resolve import refresh_warehouse
 from lakekeeper_host.server.settled_write import Swap, settled_write
 from lakekeeper_host.server.tables.commit.parse import TableChange
 from lakekeeper_host.server.tables.commit.requirements import check_requirement
-from lakekeeper_host.server.tables.commit.updates import apply_updates
-from lakekeeper_host.server.tabulars.locations import default_table_location
+from lakekeeper_host.server.tables.commit.updates import apply_updates, named_files
+from lakekeeper_host.server.tabulars.locations import default_table_location, require_inside_tabular
 from lakekeeper_host.server.warehouses.validation import effective_format_versions
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -152,10 +152,11 @@ async def commit_tables(
                     await metadata_io.write_metadata(storage, item.metadata_location, item.metadata_json)
                     item.written = True
         except BaseException:
-            await metadata_io.delete_quietly(storage, [p.metadata_location for p in pending if p.written])
+            written = [(p.metadata_location, p.table_location) for p in pending if p.written]
+            await metadata_io.delete_quietly(storage, written)
             raise
         try:
-            written = [p.metadata_location for p in pending if p.written]
+            written = [(p.metadata_location, p.table_location) for p in pending if p.written]
             async with settled_write(state, storage, files=written) as write:
                 for item in pending:
                     if item.changed:
@@ -173,14 +174,12 @@ async def commit_tables(
                     # superseded here; the next commit starts from the new one (another replica's
                     # commit moves the location on, so a stale parse is never picked up by location)
                     state.store.caches.metadata.forget("parsed", item.row.metadata_location)
-        for item in pending:  # best effort, after the commit is durable
+        for item in pending:  # best effort, after the commit is durable; only inside the table's location
             if item.changed and item.base is not None:
-                await metadata_io.delete_quietly(
-                    storage,
-                    metadata_io.expired_files(
-                        item.base, item.row.metadata_location, item.metadata, item.metadata_location
-                    ),
+                expired = metadata_io.expired_files(
+                    item.base, item.row.metadata_location, item.metadata, item.metadata_location
                 )
+                await metadata_io.delete_quietly(storage, [(f, item.table_location) for f in expired])
 
         # ------------------------------------------------ EVENTS
         # updateTable: one per changed table, in request order
@@ -223,7 +222,7 @@ async def _authorize_change(
 def _swapped(item: _Pending) -> Swap:
     assert item.row is not None  # set by _swap for a created table
     expected = None if item.base is None else item.row.metadata_location
-    return Swap(item.row.id, expected, item.metadata_location)
+    return Swap(item.row.id, expected, item.metadata_location, tabular_location=item.table_location)
 
 
 def _result(item: _Pending) -> CommitResult:
@@ -289,6 +288,8 @@ async def _prepare(
             metadata = metadata.model_copy(update={"location": default})
         item.metadata = metadata
     item.table_location = storage.normalize_location(item.metadata.location)
+    for what, location in named_files(change.updates):  # what the catalog would later read or delete
+        require_inside_tabular(storage, location, item.table_location, what, error_type="BadRequestException")
     item.metadata_json = metadata_io.to_json(item.metadata)
     item.metadata_location = metadata_io.next_metadata_location(
         item.table_location, None if row is None else row.metadata_location, dict(item.metadata.properties)

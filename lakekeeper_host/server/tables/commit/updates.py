@@ -17,6 +17,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.table.update import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
+    AddSnapshotUpdate,
     AddSortOrderUpdate,
     RemovePartitionSpecsUpdate,
     RemovePartitionStatisticsUpdate,
@@ -28,7 +29,9 @@ from pyiceberg.table.update import (
     SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
     SetLocationUpdate,
+    SetPartitionStatisticsUpdate,
     SetPropertiesUpdate,
+    SetStatisticsUpdate,
     UpgradeFormatVersionUpdate,
     _apply_table_update,
     _TableMetadataUpdateContext,
@@ -310,6 +313,24 @@ def _check_source_columns(update: Any, metadata: TableMetadata, path: str) -> No
     if not fields or not getattr(metadata, "schemas", None):
         return  # a table being built from empty metadata has no schema yet: the final check covers it
     check_sources(fields, schema_columns(metadata.schema()), where)
+
+
+def named_files(updates: Sequence[Any]) -> list[tuple[str, str]]:
+    """``(what, location)`` of the files a commit's updates point the table at (each must lie inside it)."""
+    named = []
+    for update in updates:
+        if isinstance(update, AddSnapshotUpdate):
+            snapshot = update.snapshot
+            named.append((f"the manifest-list of snapshot {snapshot.snapshot_id}", snapshot.manifest_list))
+        elif isinstance(update, SetStatisticsUpdate):
+            statistics = update.statistics
+            named.append((f"the statistics-path of snapshot {statistics.snapshot_id}", statistics.statistics_path))
+        elif isinstance(update, SetPartitionStatisticsUpdate):
+            statistics = update.partition_statistics
+            named.append(
+                (f"the partition statistics-path of snapshot {statistics.snapshot_id}", statistics.statistics_path)
+            )
+    return named
 
 
 def apply_updates(
