@@ -34,6 +34,31 @@ def test_configuration_reference_names_host_and_plugin_variables():
     assert "`LAKEKEEPER__KV2`" in committed and "`LAKEKEEPER__KAFKA_TOPIC`" in committed
 
 
+def test_every_configuration_variable_has_a_meaning_a_default_and_an_example():
+    """docs/configuration.md leaves no cell blank: each variable says what it means, what it is when
+    unset and what a value looks like (issue 32). A new setting needs a comment above its field, and
+    an ``example:`` comment unless it is a boolean or has a fixed set of values."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        generator = __import__("gen-config-reference")
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    from lakekeeper_host.plugins import make_plugin_manager
+    from lakekeeper_host.runtime.config_reference import reference_rows
+
+    rows = reference_rows(make_plugin_manager(), include=generator.repo_plugin_distributions())
+    blank = [f"{row.name} ({row.reader}): " + ", ".join(
+        what for what, value in (("meaning", row.meaning), ("default", row.default), ("example", row.example))
+        if not value.strip()) for row in rows if not (row.meaning.strip() and row.default and row.example.strip())]
+    assert not blank, "variables with blank cells:\n" + "\n".join(blank)
+    table = [line for line in (REPO / "docs" / "configuration.md").read_text().splitlines()
+             if line.startswith("| `LAKEKEEPER__")]
+    assert len(table) == len(rows)
+    for line in table:
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        assert len(cells) == 6 and all(cells), line
+
+
 def _lakekeeper_subcommands() -> set[str]:
     from lakekeeper_host.cli import COMMANDS
 
