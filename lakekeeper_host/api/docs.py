@@ -26,6 +26,7 @@ from lakekeeper_host.api.common import json_response, state
 from lakekeeper_host.api.management_permissions import PERMISSION_MANAGED_ACCESS, PERMISSION_OBJECTS
 from lakekeeper_host.api.openapi_schemas import ERROR_SCHEMAS, Schemas, reachable
 from lakekeeper_host.errors import not_found
+from lakekeeper_host.registry import Registry
 
 blueprint = Blueprint("docs", __name__)
 
@@ -190,7 +191,6 @@ SUCCESS: dict[str, tuple[int, ...]] = {
         "management_tasks.control_tasks", "management_tasks.set_project_queue_config",
         "management_tasks.control_project_tasks", "management_users.delete_user", "management_users.delete_role",
         "management_users.remove_role_member", "management_warehouses.delete_warehouse",
-        "management_warehouses.deactivate_warehouse", "management_warehouses.activate_warehouse",
         "management_warehouses.undrop_tabulars",
         *(f"management_permissions.{name}_update_assignments" for name in PERMISSION_OBJECTS),
     ), (204,)),
@@ -356,9 +356,8 @@ def _schema(schemas: Schemas, model: Any) -> dict[str, Any]:
     return schemas.of(model) if model != {} else {"type": "object"}
 
 
-def _storage_schemas(schemas: Schemas) -> dict[str, dict[str, Any]]:
+def _storage_schemas(schemas: Schemas, registry: Registry) -> dict[str, dict[str, Any]]:
     """``storage-profile`` / ``storage-credential``: one of the registered storage types."""
-    registry = state().registry
     profiles, credentials = [], []
     for spec in registry.unique(registry.storage):
         tag = {"type": "object", "properties": {"type": {"const": spec.storage_type}}}
@@ -459,10 +458,12 @@ def _used_parameters(paths: dict[str, dict]) -> dict[str, Any]:
     return {key: value for key, value in PARAMETERS.items() if key in used}
 
 
-def build_openapi(prefix: str, title: str) -> dict:
+def build_openapi(prefix: str, title: str, *, registry: Registry, authenticated: bool) -> dict:
+    """The document of the routes under ``prefix`` (inside the app's context; ``lakekeeper
+    management-openapi`` builds it without a running server)."""
     head_ids = _lane_head_routes()
     schemas = Schemas()
-    schemas.field_overrides = _storage_schemas(schemas)
+    schemas.field_overrides = _storage_schemas(schemas, registry)
     paths: dict[str, dict] = {}
     operation_ids: set[str] = set()
     for rule in sorted(current_app.url_map.iter_rules(), key=lambda r: r.rule):
@@ -490,7 +491,7 @@ def build_openapi(prefix: str, title: str) -> dict:
     }
     used = reachable(document)  # the storage schemas are built for both documents, used by one
     document["components"]["schemas"] = {k: v for k, v in document["components"]["schemas"].items() if k in used}
-    if state().authenticator is not None:
+    if authenticated:
         document["components"]["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
         document["security"] = [{"bearerAuth": []}]
     return document
@@ -507,7 +508,9 @@ async def openapi(name: str):
     _require_enabled()
     if name not in DOCUMENTS:
         raise not_found(f"No API document named {name!r}")
-    return json_response(build_openapi(*DOCUMENTS[name]))
+    app_state = state()
+    return json_response(build_openapi(*DOCUMENTS[name], registry=app_state.registry,
+                                       authenticated=app_state.authenticator is not None))
 
 
 @blueprint.get("/swagger-ui")

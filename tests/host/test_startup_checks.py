@@ -102,7 +102,11 @@ def test_embedded_banner_names_sqlite_and_the_active_backends(tmp_path):
         banner = banner_of(output)
     assert f"database: sqlite {tmp_path / 'lakekeeper-data' / 'catalog.sqlite'} (embedded)" in banner
     assert "authorizer: allowall" in banner
-    assert "secret store: postgres" in banner
+    assert "secret store: database (sqlite)" in banner  # the built-in store, in the SQLite file
+    printed = "".join(output)
+    assert "THIS IS UNSAFE" not in printed  # the quickstart's default key is mentioned calmly, at info level
+    # where the data lives, as an absolute path: ./lakekeeper-data depends on where `serve` was started
+    assert f"Data (SQLite catalog and the 'demo' warehouse): {tmp_path / 'lakekeeper-data'}" in printed
     assert "event sinks: log;" in banner  # LOG_CLOUDEVENTS built the log sink
     assert "storage: " in banner and "file" in banner.split("storage: ")[1]
     assert f"listening on http://127.0.0.1:{env['LAKEKEEPER__LISTEN_PORT']}" in banner

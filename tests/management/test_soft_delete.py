@@ -169,12 +169,12 @@ def test_warehouse_delete_is_refused_while_purges_are_pending(make_server, tmp_p
 
 def test_deactivated_warehouse_disappears_from_the_catalog(server, http, catalog, warehouse):
     catalog.create_namespace("visible")
-    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/deactivate").status_code == 204
+    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/deactivate").status_code == 200
     config = http.get(f"{server.catalog_url}/v1/config", params={"warehouse": warehouse["name"]})
     assert config.status_code == 404
     listing = http.get(f"{server.catalog_url}/v1/{warehouse['id']}/namespaces")
     assert listing.status_code == 404
-    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/activate").status_code == 204
+    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/activate").status_code == 200
     assert ("visible",) in catalog.list_namespaces()
 
 

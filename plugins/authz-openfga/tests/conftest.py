@@ -17,7 +17,7 @@ _HERE = str(Path(__file__).parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from openfga_double import OpenFgaDouble  # noqa: E402  (needs the path above)
+from lakekeeper_testing.openfga_double import OpenFgaDouble  # noqa: E402  (needs the path above)
 
 
 @pytest.fixture(scope="module")

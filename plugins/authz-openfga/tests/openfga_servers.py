@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from openfga_double import OpenFgaDouble
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer

@@ -1,6 +1,6 @@
 """The ``openfga`` authorizer through ``openfga-sdk`` against the OpenFGA API double.
 
-The double stands in for an OpenFGA server, which cannot run here (see ``openfga_double.py``);
+The double stands in for an OpenFGA server, which cannot run here (see ``lakekeeper_testing.openfga_double``);
 ``test_double_conformance.py`` proves it answers as the real engine does.
 """
 
@@ -10,7 +10,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from openfga_double import OpenFgaDouble
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 
 from lakekeeper_authz_openfga import build_authorizer
 from lakekeeper_authz_openfga.authorizer import OpenFgaAuthorizer

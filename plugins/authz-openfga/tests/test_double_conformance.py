@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from attrs import define, field
 from fga_cli import fga_binary
-from openfga_double import evaluate_offline
+from lakekeeper_testing.openfga_double import evaluate_offline
 
 from lakekeeper_authz_openfga.model import MODEL_DSL_PATH, load_model
 from lakekeeper_host.service.authz import ACTIONS
