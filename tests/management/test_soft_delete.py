@@ -124,6 +124,7 @@ def test_protected_table_needs_force(server, http, prefix_url, catalog, warehous
     assert http.get(url).json()["protected"] is False
     set_ = http.post(url, json={"protected": True})
     assert set_.status_code == 200 and set_.json()["protected"] is True
+    assert "updated_at" in set_.json()  # Lakekeeper's ProtectionResponse spells it so (no kebab-case)
 
     refused = http.delete(f"{prefix_url}/namespaces/prot/tables/t")
     assert refused.status_code == 409

@@ -75,6 +75,7 @@ def test_protected_warehouse_needs_force(http, warehouse):
     wid = warehouse["id"]
     protected = http.post(f"{MGMT}/warehouse/{wid}/protection", json={"protected": True})
     assert protected.status_code == 200 and protected.json()["protected"] is True
+    assert protected.json()["updated_at"]  # Lakekeeper's ProtectionResponse spells it so (no kebab-case)
     assert http.get(f"{MGMT}/warehouse/{wid}/protection").json()["protected"] is True
     refused = http.delete(f"{MGMT}/warehouse/{wid}")
     assert refused.status_code == 409
