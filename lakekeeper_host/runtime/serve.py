@@ -29,7 +29,7 @@ FORCE_START_ENV = "LAKEKEEPER_FORCE_START"
 
 
 def connection_help(settings: Settings, warehouse: str = "demo") -> str:
-    text = connection_snippets(settings.own_base_uri + "/catalog", warehouse)
+    text = connection_snippets(settings.own_base_uri + "/catalog", warehouse, authenticated=settings.auth.enabled)
     if settings.embedded:
         data_dir = os.path.abspath(settings.host.data_dir)
         text += f"\nData (SQLite catalog and the {warehouse!r} warehouse): {data_dir}  (LAKEKEEPER__DATA_DIR)\n"

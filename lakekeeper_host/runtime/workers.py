@@ -68,6 +68,8 @@ async def poll_queue(state: AppState, spec: TaskQueueSpec, worker_id: str) -> No
         try:
             outcome = await run_claimed(state, spec, claimed)
             log.debug("task %s (%s) attempt %d: %s", claimed.task.id, spec.name, claimed.task.attempt, outcome)
+            if state.metrics is not None:
+                state.metrics.tasks.labels(spec.name, outcome).inc()
         except asyncio.CancelledError:
             raise
         except Exception:
