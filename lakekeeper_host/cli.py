@@ -40,10 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     wait.add_argument("-d", "--check-db", action="store_true",
                       help="wait until the database accepts connections (also without any flag)")
     wait.add_argument("-m", "--check-migrations", action="store_true",
-                      help="also wait until it is migrated (implies -d); a database newer than this server fails at once")
+                      help="also wait until it is migrated (implies -d); a database newer than this server "
+                           "fails at once")
     wait.add_argument("-r", "--retries", type=int, default=15, help="attempts after the first (default 15)")
     wait.add_argument("-b", "--backoff", type=float, default=2.0, help="seconds between attempts (default 2)")
-    health = sub.add_parser("healthcheck", help="check a running server's /health (-s, the default) and the database (-d)")
+    health = sub.add_parser("healthcheck",
+                            help="check a running server's /health (-s, the default) and the database (-d)")
     health.add_argument("-a", "--all", action="store_true", help="check the database and the server (-d and -s)")
     health.add_argument("-d", "--db", action="store_true", help="check that the database accepts connections")
     health.add_argument("-s", "--server", action="store_true",

@@ -120,7 +120,8 @@ def make_config_converter() -> cattrs.Converter:
                 for name, default in section_defaults.items():
                     given = _json_or_value(value.get(name))
                     if isinstance(given, Mapping):
-                        value[name] = {a.name: getattr(default, a.name) for a in attrs.fields(type(default))} | dict(given)
+                        inherited = {a.name: getattr(default, a.name) for a in attrs.fields(type(default))}
+                        value[name] = inherited | dict(given)
             return inner(value, cl)
 
         return structure

@@ -59,7 +59,8 @@ class DebugConfig:
     auto_serve: bool = False
     # JSON log lines carry the source file and line (filename, line_number)
     extended_logs: bool = False
-    # request logs (DEBUG__LOG_REQUEST_BODIES) show the Authorization header instead of redacting it: never in production
+    # request logs (DEBUG__LOG_REQUEST_BODIES) show the Authorization header instead of redacting it: never in
+    # production
     log_authorization_header: bool = False
 
 

@@ -5,7 +5,8 @@ sections) and the ``config_cls`` of every spec a plugin contributes through the 
 renders one Markdown table row per ``LAKEKEEPER__`` variable: type, default, an example, who reads it
 and the comment written above the field in its class. A comment line ``example: <value>`` gives the
 example; booleans and fields with a fixed set of values get one by themselves (the value that is not
-the default). A nested section's rows start with the comment above the section's field in its parent. ``python -m lakekeeper_host.runtime.config_reference`` prints
+the default). A nested section's rows start with the comment above the section's field in its parent.
+``python -m lakekeeper_host.runtime.config_reference`` prints
 it; ``scripts/gen-config-reference.py`` writes docs/configuration.md.
 """
 

@@ -287,7 +287,8 @@ def test_store_cache_lookups_are_counted_in_the_metrics():
     # is read once and then served from the cache
     assert count("table-metadata", "hit") >= 3
     # the same lookups under Lakekeeper's names (its dashboards' hit-ratio panels and alerts)
-    hits = [line for line in text.splitlines() if line.startswith('lakekeeper_cache_hits_total{cache_type="table_metadata"}')]
+    hits = [line for line in text.splitlines()
+            if line.startswith('lakekeeper_cache_hits_total{cache_type="table_metadata"}')]
     assert hits and float(hits[0].split()[-1]) == count("table-metadata", "hit")
     assert count("warehouse", "miss") >= 1
     assert count("warehouse", "hit") >= 3

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 
-# the double and the catalog builder are the plugin's test helpers
+# the catalog builder is the plugin's test helper
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "authz-openfga" / "tests"))
-from lakekeeper_testing.openfga_double import OpenFgaDouble  # noqa: E402
 from permissions_setup import PERMS, Caller, build_catalog, openfga_oidc_server  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -12,9 +12,9 @@ import uuid
 from urllib.parse import quote
 
 import httpx
-from lakekeeper_testing.openfga_double import OpenFgaDouble
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 
 PERMS = "/management/v1/permissions"

@@ -24,12 +24,12 @@ import httpx
 import pyarrow as pa
 import pytest
 from botocore.exceptions import ClientError
-from lakekeeper_testing.openfga_double import OpenFgaDouble
 from openfga_servers import openfga_server
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, NoSuchTableError
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 from lakekeeper_testing.services import (
     SeaweedS3,

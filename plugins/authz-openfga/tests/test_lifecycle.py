@@ -19,10 +19,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from lakekeeper_testing.openfga_double import OpenFgaDouble
 from permissions_setup import SCHEMA, Caller, openfga_oidc_server
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 from lakekeeper_testing.services import postgres_for_tests
 

@@ -18,11 +18,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from lakekeeper_testing.openfga_double import OpenFgaDouble
 from openfga_servers import openfga_server
 from permissions_setup import SCHEMA, Caller
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 
 CAP = 6

@@ -10,8 +10,8 @@ import sys
 import uuid
 
 import httpx
-from lakekeeper_testing.openfga_double import OpenFgaDouble
 
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 
 
