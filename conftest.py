@@ -6,7 +6,7 @@ benchmark and example runs, the infrastructure starters, the event brokers, the 
 emulators, and every ``[postgres]`` variant of a test that also runs on the embedded SQLite.
 The whole suite (``scripts/test.sh``) runs everything but the long forms of the drills
 (``drill_full``: the three-kill crash drill, the full fuzzing drill), which run with
-``LAKEKEEPER_DRILLS=full`` (docs/operations.md). A drill's quick subset (``drill_subset``) stays in
+``LAKEKEEPER_DRILLS=full`` (docs/drills.md). A drill's quick subset (``drill_subset``) stays in
 the fast loop although ``tests/drills`` is slow.
 
 What keeps the fast loop fast without leaving a domain out: a server process start costs seconds, so

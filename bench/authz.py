@@ -5,7 +5,7 @@ Two servers in the same run, both requiring OIDC tokens from a local issuer
 
 - ``allowall``: the built-in authorizer (no checks at all);
 - ``openfga``: the OpenFGA plugin against the plugin's OpenFGA HTTP API **test double**
-  (``plugins/authz-openfga/tests/openfga_double.py``; no OpenFGA server can run on this machine),
+  (``lakekeeper_testing.openfga_double``; no OpenFGA server can run on this machine),
   in this orchestrator process, with the plugin's default check cache (50,000 entries, 10 s TTL).
 
 Each holds one namespace of ``--tables`` tables created by alice (the owner: lifecycle tuples).
@@ -27,7 +27,6 @@ import datetime as dt
 import json
 import os
 import platform
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -43,8 +42,7 @@ SHAPE = {"width": 1, "depth": 1, "tables_per_leaf": 1, "views_per_leaf": 0, "col
 
 
 def _double():
-    sys.path.insert(0, str(REPO / "plugins" / "authz-openfga" / "tests"))
-    from openfga_double import OpenFgaDouble  # the plugin's test double of OpenFGA's HTTP API
+    from lakekeeper_testing.openfga_double import OpenFgaDouble  # the test double of OpenFGA's HTTP API
 
     return OpenFgaDouble().start()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pluggy
@@ -17,13 +18,32 @@ from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import Registry
 from lakekeeper_host.runtime.banner import security_warning, startup_banner
 from lakekeeper_host.runtime.lifecycle import health_report, shutdown_state, startup_state
+from lakekeeper_host.service.state import AppState
 from lakekeeper_host.ui import register_console
 
 log = logging.getLogger(__name__)
 
+# app.extensions key: the exception the startup (building AppState) failed with, for the caller of the
+# server to report in one line (runtime/serve.py) instead of Quart's logged traceback
+STARTUP_ERROR = "lakekeeper_startup_error"
 
-def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Registry | None = None) -> Quart:
-    app = PipelineQuart("lakekeeper_host")
+
+
+class LakekeeperQuart(PipelineQuart):
+    def log_exception(self, exception_info) -> None:
+        """A failed startup is reported once, in one line, by whoever runs the server: the traceback
+        goes to the debug log only (``LAKEKEEPER__LOG_LEVEL=debug``)."""
+        if exception_info[1] is not None and exception_info[1] is self.extensions.get(STARTUP_ERROR):
+            log.debug("startup failed", exc_info=exception_info)
+            return
+        super().log_exception(exception_info)
+
+
+def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Registry | None = None,
+               on_started: Callable[[AppState], None] | None = None) -> Quart:
+    """``on_started`` runs once the backends are built and the server is about to accept requests
+    (the CLI prints its connection help there, never before a startup that may still fail)."""
+    app = LakekeeperQuart("lakekeeper_host")
     app.config["MAX_CONTENT_LENGTH"] = settings.host.max_request_body_size
     max_request_seconds = settings.host.max_request_time.total_seconds()
     app.config["BODY_TIMEOUT"] = max(1, int(max_request_seconds))
@@ -41,14 +61,24 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
 
     @app.while_serving
     async def lifespan():
-        app_state = await startup_state(settings, pm, registry, metrics)
-        log.info(startup_banner(app_state))
-        warning = security_warning(app_state)
-        if warning:
-            log.warning(warning)
+        try:
+            app_state = await startup_state(settings, pm, registry, metrics)
+        except Exception as exc:
+            app.extensions[STARTUP_ERROR] = exc
+            raise
         app.extensions["lakekeeper"] = pipeline.state = app_state
         try:
-            await _call_lifecycle(pm.hook.lakekeeper_startup(state=app_state))
+            try:
+                await _call_lifecycle(pm.hook.lakekeeper_startup(state=app_state))
+            except Exception as exc:
+                app.extensions[STARTUP_ERROR] = exc
+                raise
+            log.info(startup_banner(app_state))
+            warning = security_warning(app_state)
+            if warning:
+                log.warning(warning)
+            if on_started is not None:
+                on_started(app_state)
             yield
         finally:
             await _call_lifecycle(pm.hook.lakekeeper_shutdown(state=app_state))

@@ -80,9 +80,9 @@ def commit_state_unknown(message: str) -> CatalogError:
 
 
 def namespace_not_empty(namespace) -> CatalogError:
-    # Lakekeeper's type; Java maps a 409 on dropNamespace to NamespaceNotEmptyException by status,
-    # PyIceberg by finding "NamespaceNotEmpty" in the body
-    return CatalogError(409, "NamespaceNotEmpty", f"Namespace {'.'.join(namespace)} is not empty")
+    # Lakekeeper's type (service/catalog_store/namespace.rs); Java's dropNamespace handler and PyIceberg's
+    # drop_namespace map the 409 to their NamespaceNotEmpty exceptions by status
+    return CatalogError(409, "NamespaceNotEmptyException", f"Namespace {'.'.join(namespace)} is not empty")
 
 
 def unauthorized(message: str = "Authentication required") -> CatalogError:
@@ -93,6 +93,14 @@ def unauthorized(message: str = "Authentication required") -> CatalogError:
 
 def forbidden(message: str = "Forbidden") -> CatalogError:
     return CatalogError(403, "ForbiddenException", message)
+
+
+def action_forbidden(kind: str, action: str, object_id: str) -> CatalogError:
+    """Lakekeeper's 403 for an action the authorizer refused on an object the caller may see:
+    ``TableActionForbidden``, ``NamespaceActionForbidden``, ... (``service/authz/<kind>.rs``). Clients
+    map a 403 by its status (PyIceberg ``ForbiddenError``, Java ``ForbiddenException``)."""
+    return CatalogError(403, f"{kind.replace('_', ' ').title().replace(' ', '')}ActionForbidden",
+                        f"Not allowed to {action.replace('_', ' ')} on {kind} {object_id}")
 
 
 def unsupported(message: str) -> CatalogError:

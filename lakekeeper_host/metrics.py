@@ -1,11 +1,20 @@
-"""Prometheus metrics of one server process (served on ``LAKEKEEPER__METRICS__PORT``)."""
+"""Prometheus metrics of one server process (served on ``LAKEKEEPER__METRICS__PORT``).
+
+Besides this server's own names (``lakekeeper_http_requests_total``, ``lakekeeper_cache_requests_total``
+...), the names Lakekeeper's dashboards and alerts query are served too: ``axum_http_requests_total``,
+``axum_http_requests_duration_seconds``, ``lakekeeper_cache_hits_total`` / ``lakekeeper_cache_misses_total``
+(label ``cache_type``). They are derived from the same counters when /metrics is scraped
+(:class:`LakekeeperNames`), so a request costs nothing more.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 
 class Metrics:
@@ -54,6 +63,9 @@ class Metrics:
         # values is small (routes x methods x statuses, caches x hit/miss)
         self._request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self._cache_children: dict[tuple[str, str], Any] = {}
+        self.registry.register(LakekeeperNames(
+            lambda: [*self.requests.collect(), *self.latency.collect(), *self.cache.collect()]
+        ))
 
     def bind_store(self, store) -> None:
         """Report the store's pool sizes at scrape time and count its cache lookups."""
@@ -95,7 +107,52 @@ class _PoolCollector:
         yield GaugeMetricFamily("lakekeeper_change_feed_listening",
                                 "1 while the catalog change feed is listening (loads may be cached)",
                                 value=1 if lookups.live else 0)
-        size = GaugeMetricFamily("lakekeeper_cache_size", "Entries in a cache", labels=["cache"])
-        size.add_metric(["tabular-lookup"], len(lookups))
-        size.add_metric(["table-metadata"], len(self.store.caches.metadata))
+        # `cache_type` is Lakekeeper's label for the same gauge (its dashboards group by it)
+        size = GaugeMetricFamily("lakekeeper_cache_size", "Entries in a cache", labels=["cache", "cache_type"])
+        for name, entries in (("tabular-lookup", len(lookups)), ("table-metadata", len(self.store.caches.metadata))):
+            size.add_metric([name, cache_type(name)], entries)
         yield size
+
+
+def cache_type(cache: str) -> str:
+    """Lakekeeper's ``cache_type`` value for one of our cache names (``table-metadata`` -> ``table_metadata``)."""
+    return cache.replace("-", "_")
+
+
+_RULE_PARAMETER = re.compile(r"<(?:[a-z]+:)?(\w+)>")
+
+
+class LakekeeperNames:
+    """The samples of our request and cache counters again, under Lakekeeper's metric names.
+
+    ``source`` yields the metric families to translate: this process's counters, or (several
+    workers) what ``prometheus_client``'s multiprocess collector aggregated. Endpoints are written
+    as Lakekeeper's router writes them (``/catalog/v1/{prefix}/namespaces``). Lakekeeper's
+    ``axum_http_requests_pending`` (requests in flight) is not provided: it would cost every request.
+    """
+
+    def __init__(self, source: Callable[[], Iterable[Metric]]):
+        self.source = source
+
+    def collect(self) -> Iterable[Metric]:
+        requests = Metric("axum_http_requests", "HTTP requests by method, endpoint and status", "counter")
+        latency = Metric("axum_http_requests_duration_seconds", "HTTP request latency", "histogram")
+        hits = Metric("lakekeeper_cache_hits", "Cache hits by cache type", "counter")
+        misses = Metric("lakekeeper_cache_misses", "Cache misses by cache type", "counter")
+        for family in self.source():
+            for sample in family.samples:
+                if sample.name.endswith("_created"):
+                    continue
+                labels = dict(sample.labels)
+                if "endpoint" in labels:
+                    labels["endpoint"] = _RULE_PARAMETER.sub(r"{\1}", labels["endpoint"])
+                if family.name == "lakekeeper_http_requests":
+                    requests.add_sample("axum_http_requests_total", labels, sample.value)
+                elif family.name == "lakekeeper_http_request_duration_seconds":
+                    suffix = sample.name.removeprefix("lakekeeper_http_request_duration_seconds")
+                    latency.add_sample("axum_http_requests_duration_seconds" + suffix, labels, sample.value)
+                elif family.name == "lakekeeper_cache_requests":
+                    target = hits if labels.get("result") == "hit" else misses
+                    target.add_sample(f"{target.name}_total", {"cache_type": cache_type(labels["cache"])},
+                                      sample.value)
+        yield from (requests, latency, hits, misses)

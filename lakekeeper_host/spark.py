@@ -413,6 +413,8 @@ def spark_snippet(catalog_uri: str, warehouse: str, *, catalog_name: str = "lake
         **catalog_conf(catalog_uri, warehouse, catalog_name=catalog_name),
     }
     lines = [
+        "# fetches the Iceberg runtime from Maven Central; offline, run scripts/build-spark-jars.sh first and use",
+        "# lakekeeper_host.spark.build_spark_session, which takes the local jars",
         "from pyspark.sql import SparkSession",
         "",
         "spark = (",
@@ -424,6 +426,16 @@ def spark_snippet(catalog_uri: str, warehouse: str, *, catalog_name: str = "lake
         "spark.sql('SHOW NAMESPACES').show()",
     ]
     return "\n".join(lines) + "\n"
+
+
+def offline_jars_missing() -> list[str]:
+    """What this machine lacks to start Spark without Maven Central (empty: it works offline)."""
+    missing = []
+    if iceberg_runtime_jar() is None:
+        missing.append("the Iceberg runtime jar: pip install -e '.[spark]'")
+    if shaded_dependency_dir() is None:
+        missing.append(f"{' and '.join(SHADED_DEPENDENCY_JARS)}: scripts/build-spark-jars.sh")
+    return missing
 
 
 def shared_session(

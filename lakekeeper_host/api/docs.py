@@ -26,6 +26,7 @@ from lakekeeper_host.api.common import json_response, state
 from lakekeeper_host.api.management_permissions import PERMISSION_MANAGED_ACCESS, PERMISSION_OBJECTS
 from lakekeeper_host.api.openapi_schemas import ERROR_SCHEMAS, Schemas, reachable
 from lakekeeper_host.errors import not_found
+from lakekeeper_host.registry import Registry
 
 blueprint = Blueprint("docs", __name__)
 
@@ -197,7 +198,6 @@ SUCCESS: dict[str, tuple[int, ...]] = {
         "management_tasks.control_tasks", "management_tasks.set_project_queue_config",
         "management_tasks.control_project_tasks", "management_users.delete_user", "management_users.delete_role",
         "management_users.remove_role_member", "management_warehouses.delete_warehouse",
-        "management_warehouses.deactivate_warehouse", "management_warehouses.activate_warehouse",
         "management_warehouses.undrop_tabulars",
         *(f"management_permissions.{name}_update_assignments" for name in PERMISSION_OBJECTS),
     ), (204,)),
@@ -370,7 +370,7 @@ def _schema(schemas: Schemas, model: Any) -> dict[str, Any]:
     return schemas.of(model) if model != {} else {"type": "object"}
 
 
-def _storage_schemas(schemas: Schemas, registry: Any) -> dict[str, dict[str, Any]]:
+def _storage_schemas(schemas: Schemas, registry: Registry) -> dict[str, dict[str, Any]]:
     """``storage-profile`` / ``storage-credential``: one of the registered storage types."""
     profiles, credentials = [], []
     for spec in registry.unique(registry.storage):
@@ -472,14 +472,9 @@ def _used_parameters(paths: dict[str, dict]) -> dict[str, Any]:
     return {key: value for key, value in PARAMETERS.items() if key in used}
 
 
-def build_openapi(prefix: str, title: str, *, registry: Any = None, secured: bool | None = None) -> dict:
-    """The document of the routes under ``prefix`` of the current app. ``registry`` (the plugins'
-    storage types) and ``secured`` (a bearer token is required) default to the running server's;
-    ``lakekeeper generic-table-openapi`` passes them without one."""
-    if registry is None:
-        registry = state().registry
-    if secured is None:
-        secured = state().authenticator is not None
+def build_openapi(prefix: str, title: str, *, registry: Registry, authenticated: bool) -> dict:
+    """The document of the routes under ``prefix`` (inside the app's context; ``lakekeeper
+    management-openapi`` builds it without a running server)."""
     head_ids = _lane_head_routes()
     schemas = Schemas()
     schemas.field_overrides = _storage_schemas(schemas, registry)
@@ -510,7 +505,7 @@ def build_openapi(prefix: str, title: str, *, registry: Any = None, secured: boo
     }
     used = reachable(document)  # the storage schemas are built for both documents, used by one
     document["components"]["schemas"] = {k: v for k, v in document["components"]["schemas"].items() if k in used}
-    if secured:
+    if authenticated:
         document["components"]["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
         document["security"] = [{"bearerAuth": []}]
     return document
@@ -527,7 +522,9 @@ async def openapi(name: str):
     _require_enabled()
     if name not in DOCUMENTS:
         raise not_found(f"No API document named {name!r}")
-    return json_response(build_openapi(*DOCUMENTS[name]))
+    app_state = state()
+    return json_response(build_openapi(*DOCUMENTS[name], registry=app_state.registry,
+                                       authenticated=app_state.authenticator is not None))
 
 
 @blueprint.get("/swagger-ui")

@@ -136,13 +136,13 @@ async def rename_warehouse(warehouse_id: str):
 @blueprint.post("/warehouse/<warehouse_id>/deactivate")
 async def deactivate_warehouse(warehouse_id: str):
     await warehouses.set_warehouse_status(state(), metadata(), warehouse_id, "inactive")
-    return empty(204)
+    return empty(200)  # Lakekeeper answers 200 with no body
 
 
 @blueprint.post("/warehouse/<warehouse_id>/activate")
 async def activate_warehouse(warehouse_id: str):
     await warehouses.set_warehouse_status(state(), metadata(), warehouse_id, "active")
-    return empty(204)
+    return empty(200)
 
 
 @blueprint.post("/warehouse/<warehouse_id>/delete-profile")

@@ -340,7 +340,12 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
         "type": "object", "required": ["version", "server-id", "bootstrapped"],
         "properties": {"version": {"type": "string"}, "server-id": {"type": "string"},
                        "bootstrapped": {"type": "boolean"}, "default-project-id": _TEXT_OR_NULL,
-                       "authz-backend": {"type": "string"}, "queues": _STRINGS},
+                       "authz-backend": {"type": "string"}, "queues": _STRINGS,
+                       "lakekeeper-version": {"type": "string"}, "lakekeeper-commit-sha": {"type": "string"},
+                       "console": {"type": "object", "required": ["edition", "version"],
+                                   "properties": {"edition": {"type": "string"}, "version": {"type": "string"},
+                                                  "commit-sha": {"type": "string"}}},
+                       "managed-role-providers": _STRINGS},
     },
     "Project": {
         "type": "object", "required": ["project-id", "project-name"],
@@ -470,7 +475,9 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
     },
     "Protection": {
         "type": "object", "required": ["protected"],
-        "properties": {"protected": {"type": "boolean"}, "updated-at": _INSTANT_OR_NULL},
+        # Lakekeeper's ProtectionResponse is snake_case (no kebab-case rename); updated-at is ours, kept
+        "properties": {"protected": {"type": "boolean"}, "updated_at": _INSTANT_OR_NULL,
+                       "updated-at": _INSTANT_OR_NULL},
     },
     "DeletedTabular": {
         "type": "object", "required": ["id", "name", "namespace", "typ", "warehouse-id", "deleted-at"],

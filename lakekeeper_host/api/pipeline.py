@@ -413,9 +413,58 @@ class PipelineASGI:
         await self.inner(scope, receive, send)
 
 
+request_log = logging.getLogger("lakekeeper_host.requests")
+LOGGED_BODY_BYTES = 65536  # of each request and response body
+
+
+class RequestLogASGI:
+    """``LAKEKEEPER__DEBUG__LOG_REQUEST_BODIES`` / ``__LOG_AUTHORIZATION_HEADER``: every request and its
+    answer at debug level (logger ``lakekeeper_host.requests``; ``RUST_LOG=info,lakekeeper=debug`` shows
+    it). Put in front of the app only when one of them is set, so other servers pay nothing."""
+
+    def __init__(self, inner: Any, *, bodies: bool, authorization: bool):
+        self.inner, self.bodies, self.authorization = inner, bodies, authorization
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or not request_log.isEnabledFor(logging.DEBUG):
+            await self.inner(scope, receive, send)
+            return
+        received, sent, status = bytearray(), bytearray(), [0]
+
+        async def logged_receive() -> Any:
+            message = await receive()
+            if self.bodies and message.get("type") == "http.request":
+                received.extend(message.get("body", b"")[: LOGGED_BODY_BYTES - len(received)])
+            return message
+
+        async def logged_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            elif self.bodies and message["type"] == "http.response.body":
+                sent.extend(message.get("body", b"")[: LOGGED_BODY_BYTES - len(sent)])
+            await send(message)
+
+        headers = {}
+        for name, value in scope.get("headers", ()):
+            key = name.decode("latin-1").lower()
+            headers[key] = value.decode("latin-1") if key != "authorization" or self.authorization else "<redacted>"
+        try:
+            await self.inner(scope, logged_receive, logged_send)
+        finally:
+            request_log.debug(
+                "%s %s -> %s; headers %s%s", scope.get("method"), scope.get("path"), status[0], headers,
+                f"; request body {bytes(received).decode('utf-8', 'replace')!r}; "
+                f"response body {bytes(sent).decode('utf-8', 'replace')!r}" if self.bodies else "",
+            )
+
+
 def install(app: PipelineQuart, settings: Settings, metrics: Metrics) -> Pipeline:
     """Put the pipeline into ``app`` (whose dispatch runs it) and the ASGI wrapper in front of it."""
     steps = Pipeline(settings, metrics)
     app.extensions[EXTENSION] = steps
     app.asgi_app = PipelineASGI(steps, app.asgi_app)
+    debug = settings.host.debug
+    if debug.log_request_bodies or debug.log_authorization_header:
+        app.asgi_app = RequestLogASGI(app.asgi_app, bodies=debug.log_request_bodies,
+                                      authorization=debug.log_authorization_header)
     return steps

@@ -151,17 +151,24 @@ class DatabaseSecretStore:
             )
         return Resealed(resealed=resealed, already_current=already)
 
-def warn_if_default_key(pg: Any) -> None:
-    if pg.encryption_key_is_default:
-        log.warning(
-            "THIS IS UNSAFE! LAKEKEEPER__PG_ENCRYPTION_KEY is not set: secrets are encrypted "
-            "with the publicly known default key. Set a long random key before storing real credentials."
-        )
+def warn_if_default_key(pg: Any, *, embedded: bool = False) -> None:
+    """Lakekeeper's loud warning for a server on PostgreSQL; the embedded quickstart (SQLite on a
+    laptop, usually without any stored credential) says the same once, calmly."""
+    if not pg.encryption_key_is_default:
+        return
+    if embedded:
+        log.info("LAKEKEEPER__PG_ENCRYPTION_KEY is not set: storage credentials you add are encrypted with the "
+                 "built-in default key; set a long random key before storing real credentials")
+        return
+    log.warning(
+        "THIS IS UNSAFE! LAKEKEEPER__PG_ENCRYPTION_KEY is not set: secrets are encrypted "
+        "with the publicly known default key. Set a long random key before storing real credentials."
+    )
 
 
 async def _build(config: None, ctx: BuildContext) -> DatabaseSecretStore:
     pg = ctx.settings.pg
-    warn_if_default_key(pg)
+    warn_if_default_key(pg, embedded=ctx.settings.embedded)
     store = DatabaseSecretStore(ctx.db, derive_key(pg.pg_encryption_key.get()))
     await store.check_key()
     return store

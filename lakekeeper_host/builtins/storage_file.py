@@ -50,6 +50,7 @@ class FileStorageConfig:
     """Where ``file`` warehouses may live (read when a file warehouse is created or loaded)."""
 
     # directories a file warehouse's root must lie in (JSON list or a,b); empty: LAKEKEEPER__DATA_DIR
+    # example: ["/srv/lakekeeper/warehouses"]
     file_storage_allowed_roots: tuple[str, ...] = ()
 
 

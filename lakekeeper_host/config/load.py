@@ -29,10 +29,15 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
+def _unquoted(text: str) -> str:
+    """``"2"`` as Lakekeeper's compose files write some values (figment reads them as 2)."""
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+
+
 def _to_bool(value: Any, _: type) -> bool:
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
+    text = _unquoted(str(value).strip()).lower()
     if text in _TRUE:
         return True
     if text in _FALSE:
@@ -46,7 +51,7 @@ def _to_int(value: Any, _: type) -> int:
     if isinstance(value, int):
         return value
     try:
-        return int(str(value).strip())
+        return int(_unquoted(str(value).strip()))
     except ValueError:
         raise ValueError(f"not an integer: {value!r}") from None
 
@@ -97,11 +102,26 @@ def make_config_converter() -> cattrs.Converter:
     # nested sections may arrive as a JSON string (LAKEKEEPER__KV2='{...}')
     def attrs_factory(cl: type):
         inner = cattrs.gen.make_dict_structure_fn(cl, conv)
+        # a nested section whose default is an instance of its own (CACHE__SECRETS: 500 entries, 600 s)
+        # keeps that instance's values for the keys a partial setting leaves out
+        section_defaults = {
+            a.name: a.default for a in attrs.fields(cl)
+            if a.default is not attrs.NOTHING and attrs.has(type(a.default))
+        }
 
         def structure(value: Any, _: type):
+            if isinstance(value, cl):
+                return value
             value = _json_or_value(value)
             if isinstance(value, str):  # TOML-ish "{url=...,user=...}" compound form
                 value = _parse_compound(value)
+            if section_defaults and isinstance(value, Mapping):
+                value = dict(value)
+                for name, default in section_defaults.items():
+                    given = _json_or_value(value.get(name))
+                    if isinstance(given, Mapping):
+                        inherited = {a.name: getattr(default, a.name) for a in attrs.fields(type(default))}
+                        value[name] = inherited | dict(given)
             return inner(value, cl)
 
         return structure
@@ -144,12 +164,16 @@ class Settings:
     _sections: dict[type, Any] = attrs.field(factory=dict, repr=False)
     # (variable, intended key path, certain) for LAKEKEPER__X, LAKEKEEPER_X, ... (env.misspelled_prefixes)
     misspelled: list[tuple[str, tuple[str, ...], bool]] = attrs.field(factory=list)
+    # key paths inside sections that some class reads, and the sections (attrs classes) read from a table
+    nested: NestedKeys = attrs.field(factory=lambda: NestedKeys())
+    # `serve --force-start`: start even on a database migrated by a newer version (set by the CLI, not a key)
+    force_start: bool = False
     _reported: bool = attrs.field(default=False, init=False, repr=False)
 
     def section(self, cls: type[C]) -> C:
         """The configuration section ``cls``, structured once per process and then remembered."""
         if cls not in self._sections:
-            self._sections[cls] = structure_section(self.raw, cls, self.consumed)
+            self._sections[cls] = structure_section(self.raw, cls, self.consumed, self.nested)
         return self._sections[cls]
 
     def unknown_keys(self) -> list[str]:
@@ -157,7 +181,7 @@ class Settings:
 
     def config_problems(self) -> list[str]:
         """One line per key nobody reads, with the key it probably meant. Call after every section is read."""
-        known = sorted(self.consumed - {"config_file", "rust_log"})
+        known = sorted(self.consumed - SILENT_KEYS)
 
         def did_you_mean(key: str) -> str:
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
@@ -165,6 +189,7 @@ class Settings:
 
         problems = [f"Unknown config key {env_name((k,))}{did_you_mean(k)}" for k in sorted(self.raw)
                     if k not in self.consumed]
+        problems += self.nested.unknown(self.raw)
         for variable, path, certain in self.misspelled:
             if certain or (path and path[0] in self.consumed):
                 problems.append(f"Ignored variable {variable} (did you mean {env_name(path)}?)")
@@ -198,7 +223,47 @@ class Settings:
         return (self.host.base_uri or f"http://{host}:{self.host.listen_port}").rstrip("/")
 
 
-def structure_section(raw: dict[str, Any], cls: type[C], consumed: set[str] | None = None) -> C:
+@attrs.define
+class NestedKeys:
+    """Which keys inside sections are read, so ``LAKEKEEPER__CACHE__ROLE__X`` is reported like a top-level key."""
+
+    known: set[tuple[str, ...]] = attrs.field(factory=set)
+    sections: set[tuple[str, ...]] = attrs.field(factory=set)
+
+    def record(self, tp: Any, value: Any, path: tuple[str, ...]) -> None:
+        """``value`` (raw) read as ``tp`` at ``path``: remember its keys the class knows."""
+        if isinstance(tp, type) and attrs.has(tp) and isinstance(value, Mapping):
+            self.sections.add(path)
+            for field in attrs.fields(attrs.resolve_types(tp)):
+                self.known.add((*path, field.name))
+                if field.name in value:
+                    self.record(field.type, value[field.name], (*path, field.name))
+        elif typing.get_origin(tp) is dict and isinstance(value, Mapping):
+            value_type = typing.get_args(tp)[1] if len(typing.get_args(tp)) == 2 else Any
+            for name, item in value.items():  # names chosen by the operator (OPENID_PROVIDERS__<NAME>)
+                self.known.add((*path, str(name)))
+                self.record(value_type, item, (*path, str(name)))
+
+    def unknown(self, raw: Mapping[str, Any]) -> list[str]:
+        problems = []
+        for section in sorted(self.sections):
+            node: Any = raw
+            for part in section:
+                node = node.get(part) if isinstance(node, Mapping) else None
+            if not isinstance(node, Mapping):
+                continue
+            siblings = sorted(path[-1] for path in self.known if path[:-1] == section)
+            for key in sorted(node):
+                if (*section, key) in self.known:
+                    continue
+                close = difflib.get_close_matches(key, siblings, n=1, cutoff=0.75)
+                hint = f" (did you mean {env_name((*section, close[0]))}?)" if close else ""
+                problems.append(f"Unknown config key {env_name((*section, key))}{hint}")
+        return problems
+
+
+def structure_section(raw: dict[str, Any], cls: type[C], consumed: set[str] | None = None,
+                      nested: NestedKeys | None = None) -> C:
     names = [a.name for a in attrs.fields(cls)]
     data: dict[str, Any] = {}
     for a in attrs.fields(cls):
@@ -218,6 +283,10 @@ def structure_section(raw: dict[str, Any], cls: type[C], consumed: set[str] | No
         raise ConfigError(_describe(exc)) from None
     if consumed is not None:
         consumed.update(names)
+    if nested is not None:
+        for field in attrs.fields(attrs.resolve_types(cls)):
+            if field.name in data:
+                nested.record(field.type, data[field.name], (field.name,))
     return result
 
 
@@ -241,6 +310,8 @@ def _validator_messages(exc: BaseException, prefix: tuple[str, ...] = ()) -> lis
     if isinstance(exc, BaseExceptionGroup):
         return [m for sub in exc.exceptions for m in _validator_messages(sub, prefix)]
     args = getattr(exc, "args", ())
+    if len(args) == 1 and isinstance(args[0], str) and args[0].startswith("LAKEKEEPER__"):
+        return [args[0]]  # a check across fields (``__attrs_post_init__``) that names its variable itself
     if len(args) >= 2 and isinstance(args[1], attrs.Attribute):
         return [f"{env_name((*prefix, args[1].name))}: {args[0]}"]
     if len(args) == 1 and isinstance(args[0], str) and (match := _COMPARISON_MESSAGE.match(args[0])):
@@ -271,6 +342,8 @@ def load_settings(
     """Merge file (if any), then environment, then explicit overrides; structure the host parts."""
     environ = os.environ if environ is None else environ
     env_tree = read_env(environ)
+    if environ.get("RUST_LOG") and "rust_log" not in env_tree:  # as Lakekeeper's compose files set it
+        env_tree["rust_log"] = environ["RUST_LOG"]
     config_file = config_file or env_tree.pop("config_file", None)
     raw: dict[str, Any] = {}
     if config_file:
@@ -285,12 +358,13 @@ def load_settings(
     raw = deep_merge(raw, env_tree)
     if overrides:
         raw = deep_merge(raw, _lower_keys(dict(overrides)))
+    raw = apply_aliases(raw)
     consumed: set[str] = set()
-    host = structure_section(raw, HostConfig, consumed)
-    pg = structure_section(raw, PgConfig, consumed)
-    auth = structure_section(raw, AuthConfig, consumed)
-    # keys read by the CLI / logging setup rather than a class
-    consumed.update({"config_file", "rust_log"})
+    nested = NestedKeys()
+    host = structure_section(raw, HostConfig, consumed, nested)
+    pg = structure_section(raw, PgConfig, consumed, nested)
+    auth = structure_section(raw, AuthConfig, consumed, nested)
+    consumed.update(SILENT_KEYS)
     if host.require_postgres and not pg.uses_postgres:
         raise ConfigError(_missing_postgres_message(config_file))
     if host.require_authentication and not auth.enabled:
@@ -300,6 +374,8 @@ def load_settings(
             + " forbids an unauthenticated catalog: set LAKEKEEPER__OPENID_PROVIDER_URI (and"
             " LAKEKEEPER__OPENID_AUDIENCE) or LAKEKEEPER__ENABLE_KUBERNETES_AUTHENTICATION=true"
         )
+    if not pg.uses_postgres:
+        _refuse_misspelled_database(raw, consumed)
     return Settings(
         raw=raw,
         host=host,
@@ -308,7 +384,54 @@ def load_settings(
         consumed=consumed,
         source_file=str(config_file) if config_file else None,
         misspelled=misspelled_prefixes(environ),
+        nested=nested,
     )
+
+
+# keys nothing structures but nobody should be warned about: the config file's own variable, and the
+# placeholder Lakekeeper's Helm chart adds to every pod's environment
+SILENT_KEYS = frozenset({"config_file", "placeholder"})
+
+# Lakekeeper's other names for a key: (alias, the key it sets). The key itself wins when both are set.
+ALIASES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("metrics_port",), ("metrics", "port")),
+    (("task_tabular_expiration_workers",), ("task_soft_deletion_workers",)),
+)
+
+
+def apply_aliases(raw: dict[str, Any]) -> dict[str, Any]:
+    """Move each alias's value to the key it stands for (unless that key is set too)."""
+    merged = dict(raw)
+    for alias, key in ALIASES:
+        if alias[0] not in merged:
+            continue
+        value = merged.pop(alias[0])
+        node = merged
+        for part in key[:-1]:
+            child = node.get(part)
+            child = dict(child) if isinstance(child, Mapping) else {}
+            node[part] = child
+            node = child
+        node.setdefault(key[-1], value)
+    return merged
+
+
+_DATABASE_KEYS = ("pg_database_url_write", "pg_database_url_read", "pg_host_w", "pg_host_r")
+
+
+def _refuse_misspelled_database(raw: Mapping[str, Any], consumed: set[str]) -> None:
+    """A PostgreSQL variable with a typo must not leave the server quietly on the embedded SQLite."""
+    for key in sorted(raw):
+        if key in consumed or not key.startswith("pg_"):
+            continue
+        # a cut-short name (PG_DATABASE_URL) means the write URL, the one a database needs
+        close = [k for k in _DATABASE_KEYS if k.startswith(key)] or difflib.get_close_matches(
+            key, _DATABASE_KEYS, n=1, cutoff=0.75)
+        if close:
+            raise ConfigError(
+                f"{env_name((key,))} is not a variable this server reads (did you mean {env_name((close[0],))}?); "
+                "with no PostgreSQL configured the server would run on the embedded SQLite instead"
+            )
 
 
 def _missing_postgres_message(config_file: str | os.PathLike | None) -> str:

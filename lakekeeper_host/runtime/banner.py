@@ -46,11 +46,14 @@ def startup_banner(state: AppState) -> str:
     listen = f"http://{f'[{host}]' if ':' in host else host}:{settings.host.listen_port}"
     storage = sorted(spec.storage_type for spec in state.registry.unique(state.registry.storage))
     sinks = sorted(state.events.stats)
+    secret_store = settings.host.secret_backend
+    if secret_store.lower() == "postgres" and state.store.dialect != "postgresql":
+        secret_store = "database (sqlite)"  # the built-in store keeps secrets in whichever database it has
     return (
         f"Lakekeeper {__version__} listening on {listen}; "
         f"database: {describe_database(state.store.write_url)}; "
         f"authorizer: {settings.host.authz_backend}; "
-        f"secret store: {settings.host.secret_backend}; "
+        f"secret store: {secret_store}; "
         f"event sinks: {', '.join(sinks) or 'none'}; "
         f"storage: {', '.join(storage) or 'none'}"
     )

@@ -2,8 +2,11 @@
 
 Walks the host's sections (``HostConfig``, ``PgConfig``, ``AuthConfig``, the catalog features' own
 sections) and the ``config_cls`` of every spec a plugin contributes through the plugin manager, and
-renders one Markdown table row per ``LAKEKEEPER__`` variable: type, default, who reads it and the
-comment written above the field in its class. ``python -m lakekeeper_host.runtime.config_reference`` prints
+renders one Markdown table row per ``LAKEKEEPER__`` variable: type, default, an example, who reads it
+and the comment written above the field in its class. A comment line ``example: <value>`` gives the
+example; booleans and fields with a fixed set of values get one by themselves (the value that is not
+the default). A nested section's rows start with the comment above the section's field in its parent.
+``python -m lakekeeper_host.runtime.config_reference`` prints
 it; ``scripts/gen-config-reference.py`` writes docs/configuration.md.
 """
 
@@ -13,6 +16,7 @@ import enum
 import inspect
 import re
 import sys
+import typing
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
@@ -20,6 +24,7 @@ import attrs
 import pluggy
 
 from lakekeeper_host.config.env import env_name
+from lakekeeper_host.config.load import ALIASES
 from lakekeeper_host.config.model import AuthConfig, HostConfig, PgConfig
 from lakekeeper_host.config.types import Secret, format_duration
 from lakekeeper_host.server import maintenance, tasks
@@ -37,6 +42,8 @@ SPEC_HOOKS = (
 )
 _FIELD_LINE = re.compile(r"^\s+(?P<name>\w+)\s*:")
 _COMMENT_LINE = re.compile(r"^\s+#\s?(?P<text>.*)$")
+_EXAMPLE = re.compile(r"^example:\s*(?P<value>.+)$")
+UNSET = "unset"
 
 
 @attrs.frozen
@@ -46,6 +53,15 @@ class Variable:
     default: str
     reader: str
     meaning: str
+    example: str = ""
+
+
+@attrs.frozen
+class FieldDoc:
+    """What the comment above a field says: its meaning and an example value."""
+
+    meaning: str = ""
+    example: str = ""
 
 
 def host_sections() -> list[type]:
@@ -83,7 +99,7 @@ def task_queue_variables(pm: pluggy.PluginManager, include: Iterable[str] | None
             if any(f.name.endswith(f"{spec.name}_workers") for f in attrs.fields(HostConfig)):
                 continue  # a built-in queue with its own HostConfig key
             yield Variable(env_name((f"task_{spec.name}_workers",)), "int", str(spec.default_workers), reader,
-                           f"workers per process for the `{spec.name}` task queue (0: none)")
+                           f"workers per process for the `{spec.name}` task queue (0: none)", example="0")
 
 
 def _reader(pm: pluggy.PluginManager, plugin: object, dists: dict[int, str]) -> str | None:
@@ -94,44 +110,82 @@ def _reader(pm: pluggy.PluginManager, plugin: object, dists: dict[int, str]) -> 
     return f"{HOST} ({name.removeprefix('lakekeeper_host.')})" if name.startswith("lakekeeper_host.") else None
 
 
-def field_comments(cls: type) -> dict[str, str]:
+def field_comments(cls: type) -> dict[str, FieldDoc]:
     """The ``# ...`` lines written directly above each field in the class body."""
     try:
         lines = inspect.getsource(cls).splitlines()
     except (OSError, TypeError):
         return {}
-    comments: dict[str, str] = {}
+    comments: dict[str, FieldDoc] = {}
     pending: list[str] = []
     for line in lines[1:]:
         if comment := _COMMENT_LINE.match(line):
             pending.append(comment["text"].strip())
         elif field := _FIELD_LINE.match(line):
             if pending:
-                comments[field["name"]] = " ".join(pending)
+                examples = [m["value"].strip() for text in pending if (m := _EXAMPLE.match(text))]
+                meaning = " ".join(text for text in pending if not _EXAMPLE.match(text))
+                comments[field["name"]] = FieldDoc(meaning, examples[0] if examples else "")
             pending = []
         else:
             pending = []
     return comments
 
 
-def variables(cls: type, reader: str, prefix: tuple[str, ...] = (), defaults: object = None) -> Iterator[Variable]:
-    """The variables of ``cls``; ``defaults`` is the instance a parent section uses as its default."""
+def variables(cls: type, reader: str, prefix: tuple[str, ...] = (), defaults: object = None,
+              context: str = "") -> Iterator[Variable]:
+    """The variables of ``cls``; ``defaults`` is the instance a parent section uses as its default,
+    ``context`` the parent's comment on the section (it starts each row's meaning)."""
     comments = field_comments(cls)
     for field in attrs.fields(attrs.resolve_types(cls)):
         path = (*prefix, field.name)
         default = getattr(defaults, field.name) if defaults is not None else _default(field)
+        doc = comments.get(field.name, FieldDoc())
         if attrs.has(field.type) and not _is_secret(field.type):
-            yield from variables(field.type, reader, path, default if default is not attrs.NOTHING else None)
+            yield from variables(field.type, reader, path, default if default is not attrs.NOTHING else None,
+                                 _joined(context, doc.meaning))
             continue
         value_type = _dict_value_type(field.type)
         if value_type is not None and attrs.has(value_type):
-            yield from variables(value_type, reader, (*path, "<name>"))
+            yield from variables(value_type, reader, (*path, "<name>"), context=_joined(context, doc.meaning))
             continue
-        meaning = comments.get(field.name, "")
-        yield Variable(env_name(path), _type_name(field.type), _render(default), reader, meaning)
+        meaning = _joined(context, doc.meaning) if doc.meaning else ""
+        yield Variable(env_name(path), _type_name(field.type), _render(default) or UNSET, reader, meaning,
+                       doc.example or _implied_example(field, default))
         if _is_secret(field.type):
-            yield Variable(env_name((*path[:-1], f"{field.name}_file")), "path", "", reader,
-                           f"file holding {env_name(path)} (read once at startup)")
+            yield Variable(env_name((*path[:-1], f"{field.name}_file")), "path", UNSET, reader,
+                           f"file holding {env_name(path)} (read once at startup)",
+                           f"/run/secrets/{field.name}")
+
+
+def _joined(context: str, meaning: str) -> str:
+    return f"{context}: {meaning}" if context and meaning else context or meaning
+
+
+def _implied_example(field: attrs.Attribute, default: object) -> str:
+    """An example a field's type makes obvious: the other boolean, or a value of a fixed set that is not
+    the default. Anything else needs an ``example:`` comment."""
+    if field.type is bool or field.type == "bool":
+        return "false" if default is True else "true"
+    choices: tuple = ()
+    if typing.get_origin(field.type) is typing.Literal:
+        choices = typing.get_args(field.type)
+    validator = field.validator
+    inner = getattr(validator, "options", None)
+    if inner is not None:
+        choices = tuple(inner)
+    others = [str(c) for c in choices if c != default]
+    return others[0] if others else ""
+
+
+def alias_variables(rows: dict[str, Variable]) -> Iterator[Variable]:
+    """Lakekeeper's other names for keys (config/load.py ``ALIASES``), documented next to the key."""
+    for alias, key in ALIASES:
+        target = rows.get(env_name(key))
+        if target is None:
+            continue
+        yield attrs.evolve(target, name=env_name(alias),
+                           meaning=f"Lakekeeper's other name for {target.name} (which wins when both are set)")
 
 
 def reference_rows(pm: pluggy.PluginManager, include: Iterable[str] | None = None) -> list[Variable]:
@@ -141,6 +195,7 @@ def reference_rows(pm: pluggy.PluginManager, include: Iterable[str] | None = Non
     for reader, cls in plugin_sections(pm, include):
         rows.extend(variables(cls, reader))
     rows.extend(task_queue_variables(pm, include))
+    rows.extend(alias_variables({row.name: row for row in rows}))
     unique: dict[str, Variable] = {}
     for row in rows:  # a plugin may read a host key too (ENABLE_AWS_SYSTEM_CREDENTIALS): name both readers
         known = unique.get(row.name)
@@ -149,7 +204,8 @@ def reference_rows(pm: pluggy.PluginManager, include: Iterable[str] | None = Non
         ):
             first = unique[row.name]
             unique[row.name] = attrs.evolve(first, reader=f"{first.reader}, {row.reader}",
-                                            meaning=first.meaning or row.meaning)
+                                            meaning=first.meaning or row.meaning,
+                                            example=first.example or row.example)
         else:
             unique.setdefault(row.name, row)
     return sorted(unique.values(), key=lambda v: v.name)
@@ -166,15 +222,17 @@ def render_markdown(rows: list[Variable]) -> str:
         "(`lakekeeper --config file.toml serve`; nested sections as tables). Variables of type `Secret` can also be",
         "given as a file (`<NAME>_FILE`). Durations accept `30s`, `5m`, ISO 8601 (`PT30M`) or seconds; lists accept",
         "`a,b` or a JSON array. *Read by* says who reads the variable: `host` or the plugin's distribution.",
+        "`RUST_LOG` (without prefix) is read too, as Lakekeeper's compose files set it (see `LAKEKEEPER__RUST_LOG`).",
         "",
-        "| variable | type | default | read by | meaning |",
-        "|---|---|---|---|---|",
+        "| variable | type | default | example | read by | meaning |",
+        "|---|---|---|---|---|---|",
     ]
     body = []
     for row in rows:
-        default = f"`{row.default}`" if row.default else "—"
+        default = "unset" if row.default == UNSET else f"`{row.default}`"
+        example = f"`{row.example}`" if row.example else ""
         meaning = row.meaning.replace("|", "\\|")
-        body.append(f"| `{row.name}` | {row.type} | {default} | {row.reader} | {meaning} |")
+        body.append(f"| `{row.name}` | {row.type} | {default} | {example} | {row.reader} | {meaning} |")
     return "\n".join(header + body + LIMITS) + "\n"
 
 

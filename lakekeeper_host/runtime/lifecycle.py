@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import pluggy
@@ -21,7 +22,7 @@ from lakekeeper_host.service.secrets import Secrets
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import Store
 from lakekeeper_host.store.changes import ChangeFeed
-from lakekeeper_host.store.migrate import migrate, migration_status
+from lakekeeper_host.store.migrate import DatabaseNewerThanServer, migrate, migration_status
 from lakekeeper_host.store.server import get_or_create_server
 
 log = logging.getLogger(__name__)
@@ -51,13 +52,24 @@ def check_backend_selection(settings: Settings, registry: Registry) -> None:
 
 
 async def ensure_schema(store: Store, settings: Settings) -> None:
-    if settings.embedded or settings.host.debug.migrate_before_serve:
-        applied = await migrate(store)
-        if applied:
-            log.info("applied migrations: %s", ", ".join(f"{m.version:04d}_{m.name}" for m in applied))
+    """Migrate (embedded, ``DEBUG__MIGRATE_BEFORE_SERVE``) or check the schema; ``--force-start``
+    turns a database migrated by a newer version, or pending migrations, into a warning."""
+    try:
+        if settings.embedded or settings.host.debug.migrate_before_serve:
+            applied = await migrate(store)
+            if applied:
+                log.info("applied migrations: %s", ", ".join(f"{m.version:04d}_{m.name}" for m in applied))
+            return
+        _, pending = await migration_status(store)
+    except DatabaseNewerThanServer as exc:
+        if not settings.force_start:
+            raise StartupError(str(exc)) from None
+        log.warning("starting anyway (--force-start): %s", exc)
         return
-    _, pending = await migration_status(store)
-    if pending:
+    if pending and settings.force_start:
+        log.warning("starting anyway (--force-start) with %d pending migration(s): requests touching them fail",
+                    len(pending))
+    elif pending:
         raise StartupError(
             "Database is not up to date with this server "
             f"({len(pending)} pending migration(s)); run `lakekeeper migrate` first, "
@@ -153,13 +165,30 @@ async def shutdown_state(state: AppState) -> None:
 
 
 async def health_report(state: AppState) -> dict[str, Any]:
+    """``/health`` in Lakekeeper's shape (``health`` ok|error; ``services`` catalog, secrets, auth, each
+    a list of ``{name, status, lastCheck}``; ``maintenance_mode``), plus this server's own summary
+    (``status``, ``checks``, ``maintenance-mode``) that its docs and drills use."""
+    checked_at = int(time.time() * 1000)
     checks = {
         "database": await state.store.ping(),
         "secret-store": await _healthy(state.secrets.store),
         "authorizer": await _healthy(state.authorizer),
     }
     healthy = all(checks.values())
+
+    def service(name: str, ok: bool) -> list[dict[str, Any]]:
+        return [{"name": name, "status": "ok" if ok else "error", "lastCheck": checked_at}]
+
+    pools = ("read_pool", "write_pool") if state.store.dialect == "postgresql" else ("sqlite",)
     return {
+        "health": "ok" if healthy else "error",
+        "services": {
+            "catalog": [entry for pool in pools for entry in service(pool, checks["database"])],
+            "secrets": service(getattr(state.secrets.store, "name", state.settings.host.secret_backend),
+                               checks["secret-store"]),
+            "auth": service(state.authorizer.name, checks["authorizer"]),
+        },
+        "maintenance_mode": state.settings.host.maintenance_mode,
         "status": "healthy" if healthy else "unhealthy",
         "checks": {k: ("healthy" if v else "unhealthy") for k, v in checks.items()},
         "maintenance-mode": state.settings.host.maintenance_mode,

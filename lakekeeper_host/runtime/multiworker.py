@@ -14,6 +14,7 @@ import tempfile
 from hypercorn.run import run as hypercorn_run
 
 from lakekeeper_host.config import Settings
+from lakekeeper_host.metrics import LakekeeperNames
 from lakekeeper_host.runtime.hypercorn_settings import hypercorn_config
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ def _serve_aggregated_metrics(settings: Settings, metrics_dir: str) -> None:
 
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=metrics_dir)
+    # Lakekeeper's metric names, from the same aggregated counters (a second, unregistered reader)
+    registry.register(LakekeeperNames(MultiProcessCollector(None, path=metrics_dir).collect))
     try:
         start_http_server(settings.host.metrics.port, addr=settings.bind_ip, registry=registry)
     except OSError as exc:

@@ -1,47 +1,58 @@
-"""Run the app under hypercorn (one or more workers) and print connection settings."""
+"""Run the app under hypercorn (one or more workers) and print connection settings once it serves."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 
 import pluggy
 from hypercorn.asyncio import serve as hypercorn_serve
+from hypercorn.utils import LifespanFailureError
 
-from lakekeeper_host.app import create_app
-from lakekeeper_host.config import Settings
+from lakekeeper_host.app import STARTUP_ERROR, create_app
+from lakekeeper_host.config import ConfigError, Settings
 from lakekeeper_host.registry import Registry, StartupError
 from lakekeeper_host.runtime.hypercorn_settings import hypercorn_config
 from lakekeeper_host.runtime.lifecycle import check_backend_selection, ensure_schema
 from lakekeeper_host.runtime.multiworker import serve_workers
 from lakekeeper_host.runtime.snippets import connection_snippets
+from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import Store
 
 log = logging.getLogger(__name__)
 
+# set for worker processes of `serve --force-start` (LAKEKEEPER__WORKERS > 1): they read their settings anew
+FORCE_START_ENV = "LAKEKEEPER_FORCE_START"
+
 
 def connection_help(settings: Settings, warehouse: str = "demo") -> str:
-
-    text = connection_snippets(settings.own_base_uri + "/catalog", warehouse)
+    text = connection_snippets(settings.own_base_uri + "/catalog", warehouse, authenticated=settings.auth.enabled)
+    if settings.embedded:
+        data_dir = os.path.abspath(settings.host.data_dir)
+        text += f"\nData (SQLite catalog and the {warehouse!r} warehouse): {data_dir}  (LAKEKEEPER__DATA_DIR)\n"
     if settings.host.ui.enabled:
-        text += f"\nWeb console: {settings.own_base_uri}/ui/\n"
+        text += f"Web console: {settings.own_base_uri}/ui/\n"
     return text
 
 
 def serve(settings: Settings, pm: pluggy.PluginManager) -> int:
-
     registry = Registry.collect(pm)
     check_backend_selection(settings, registry)
     asyncio.run(preflight(settings))
     if settings.host.workers > 1:
-
+        if settings.force_start:
+            os.environ[FORCE_START_ENV] = "1"
         return serve_workers(settings)
-    app = create_app(settings, pm, registry=registry)
+
+    def started(state: AppState) -> None:
+        if settings.embedded:
+            print(connection_help(settings), file=sys.stderr, flush=True)
+
+    app = create_app(settings, pm, registry=registry, on_started=started)
     _start_metrics_server(settings, app)
-    if settings.embedded:
-        print(connection_help(settings), file=sys.stderr, flush=True)
     shutdown = asyncio.Event()
 
     async def run() -> None:
@@ -52,19 +63,41 @@ def serve(settings: Settings, pm: pluggy.PluginManager) -> int:
 
     try:
         asyncio.run(run())
-    except StartupError:
-        raise
+    except LifespanFailureError:
+        raise startup_failure(app.extensions.get(STARTUP_ERROR)) from None
     return 0
+
+
+def startup_failure(cause: BaseException | None) -> Exception:
+    """What the CLI reports in one line: the operator-phrased error as it is, anything else named."""
+    if isinstance(cause, (StartupError, ConfigError)):
+        return cause
+    if cause is None:
+        return StartupError("startup failed (LAKEKEEPER__LOG_LEVEL=debug shows why)")
+    return StartupError(f"startup failed: {type(cause).__name__}: {cause} (LAKEKEEPER__LOG_LEVEL=debug shows where)")
+
+
+def database_variable(settings: Settings) -> str:
+    """The variable that points at the database, for messages about it."""
+    pg = settings.pg
+    if pg.pg_database_url_write:
+        return "LAKEKEEPER__PG_DATABASE_URL_WRITE"
+    if pg.pg_database_url_read:
+        return "LAKEKEEPER__PG_DATABASE_URL_READ"
+    if pg.pg_host_w:
+        return "LAKEKEEPER__PG_HOST_W"
+    return "LAKEKEEPER__DATA_DIR"
 
 
 async def preflight(settings: Settings) -> None:
     """Fail with one clear line before hypercorn starts: bad URLs, unreachable or unmigrated DB."""
-
     store = Store.from_settings(settings)
     try:
         await store.connect()
     except Exception as exc:
-        raise StartupError(f"cannot connect to the database: {type(exc).__name__}: {exc}") from None
+        raise StartupError(
+            f"cannot connect to the database ({database_variable(settings)}): {type(exc).__name__}: {exc}"
+        ) from None
     try:
         await ensure_schema(store, settings)
     finally:

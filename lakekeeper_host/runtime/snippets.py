@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from lakekeeper_host.spark import spark_snippet
+from lakekeeper_host.spark import offline_jars_missing, spark_snippet
 
 
 def client_snippets(catalog_uri: str, warehouse: str, *, authenticated: bool = False) -> dict[str, str]:
@@ -29,18 +29,27 @@ def client_snippets(catalog_uri: str, warehouse: str, *, authenticated: bool = F
     }
 
 
-def connection_snippets(catalog_uri: str, warehouse: str) -> str:
+def spark_offline_note() -> str:
+    """Whether ``build_spark_session`` works here without Maven Central, said before its snippet."""
+    missing = offline_jars_missing()
+    if not missing:
+        return "works offline: the Iceberg jars are on this machine"
+    return "offline, first install " + "; ".join(missing) + " -- with Maven Central reachable it fetches them"
+
+
+def connection_snippets(catalog_uri: str, warehouse: str, *, authenticated: bool = False) -> str:
     snippets = {name: textwrap.indent(code, "    ").rstrip() for name, code in
-                client_snippets(catalog_uri, warehouse).items()}
+                client_snippets(catalog_uri, warehouse, authenticated=authenticated).items()}
+    token_arg = ', token="<token>"' if authenticated else ""
     return f"""
 Lakekeeper is serving the Iceberg REST catalog at {catalog_uri} (warehouse {warehouse!r}).
 
 PyIceberg:
 {snippets["PyIceberg"]}
 
-PySpark with this package (Iceberg runtime 1.10 from local jars offline, from Maven online; Java 17):
+PySpark with this package (Iceberg runtime 1.10, Java 17; {spark_offline_note()}):
     from lakekeeper_host.spark import build_spark_session
-    spark = build_spark_session("{catalog_uri}", "{warehouse}")
+    spark = build_spark_session("{catalog_uri}", "{warehouse}"{token_arg})
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lakekeeper.demo")
 
 PySpark anywhere else (fetches the Iceberg runtime from Maven Central):

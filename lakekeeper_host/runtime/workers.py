@@ -28,7 +28,7 @@ def worker_count(state: AppState, spec: TaskQueueSpec) -> int:
     host = state.settings.host
     raw = state.settings.raw
     builtin = {
-        "soft_deletion": ("task_soft_deletion_workers", "task_tabular_expiration_workers"),
+        "soft_deletion": ("task_soft_deletion_workers",),  # TASK_TABULAR_EXPIRATION_WORKERS is an alias (config)
         "tabular_purge": ("task_tabular_purge_workers",),
         "task_log_cleanup": ("task_log_cleanup_workers",),
     }
@@ -68,6 +68,8 @@ async def poll_queue(state: AppState, spec: TaskQueueSpec, worker_id: str) -> No
         try:
             outcome = await run_claimed(state, spec, claimed)
             log.debug("task %s (%s) attempt %d: %s", claimed.task.id, spec.name, claimed.task.attempt, outcome)
+            if state.metrics is not None:
+                state.metrics.tasks.labels(spec.name, outcome).inc()
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from lakekeeper_host.errors import CatalogError, no_such_warehouse
+from lakekeeper_host.errors import CatalogError, action_forbidden, no_such_warehouse
 from lakekeeper_host.service.authz import ACTIONS, ANONYMOUS, DATA_PLANE_ACTIONS, Actor, Principal, Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -116,9 +116,7 @@ async def authorize(
         action == see or not await actor_allowed(state, actor, see, resource)
     ):
         raise hidden
-    raise CatalogError(
-        403, "ForbiddenException", f"Not allowed to {action.replace('_', ' ')} on {kind} {object_id}"
-    )
+    raise action_forbidden(kind, action, object_id)
 
 
 async def visible(

@@ -9,6 +9,8 @@ can and says what it cannot (who created an object, hence its owner, is not in t
 
 from __future__ import annotations
 
+import inspect
+
 from lakekeeper_host.service.authz import (
     Authorizer,
     CatalogHierarchy,
@@ -33,10 +35,16 @@ async def catalog_hierarchy(db: Executor) -> CatalogHierarchy:
     return CatalogHierarchy(objects, members)
 
 
-async def reconcile_authorizer(db: Executor, authorizer: Authorizer, *, dry_run: bool = False) -> ReconcileReport:
+async def reconcile_authorizer(db: Executor, authorizer: Authorizer, *, dry_run: bool = False,
+                               delete_drift: bool = True) -> ReconcileReport:
+    """``delete_drift=False`` is Lakekeeper's ``--mode add-missing``: only missing records are written."""
     if getattr(authorizer, "allows_all", False):
         return ReconcileReport(notes=(f"the authorizer {authorizer.name!r} allows everything and keeps no records",))
     reconcile = getattr(authorizer, "reconcile", None)
     if reconcile is None:  # written against an older contract
         return ReconcileReport(notes=(f"the authorizer {authorizer.name!r} cannot reconcile its records",))
-    return await reconcile(lambda: catalog_hierarchy(db), dry_run=dry_run)
+    if "delete_drift" not in inspect.signature(reconcile).parameters:  # written before the modes
+        if not delete_drift:
+            return ReconcileReport(notes=(f"the authorizer {authorizer.name!r} cannot reconcile in add-missing mode",))
+        return await reconcile(lambda: catalog_hierarchy(db), dry_run=dry_run)
+    return await reconcile(lambda: catalog_hierarchy(db), dry_run=dry_run, delete_drift=delete_drift)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import re
+from pathlib import Path
 from typing import Any
 
+import lakekeeper_host
 from lakekeeper_host import __version__
 from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.server.projects import DEFAULT_PROJECT_NAME, after_project_created
@@ -75,12 +79,22 @@ def authz_backend_name(configured: str) -> str:
     return "allow-all" if configured.lower() in ("allowall", "allow-all") else configured
 
 
+CONSOLE_EDITION = "lakekeeper-host-console"  # the console this package serves at /ui
+
+
 async def server_info(state: AppState) -> dict[str, Any]:
     host = state.settings.host
     server = await get_or_create_server(state.store)
+    build: dict[str, Any] = {}  # as Lakekeeper: left out when unknown (a server installed from a wheel)
+    if commit := commit_sha():
+        build["lakekeeper-commit-sha"] = commit
+    if host.ui.enabled:
+        build["console"] = {"edition": CONSOLE_EDITION, "version": __version__,
+                            **({"commit-sha": commit} if commit else {})}
     return {
         "version": __version__,
         "lakekeeper-version": __version__,
+        **build,
         "server-id": server.server_id,
         "bootstrapped": server.bootstrapped,
         "default-project-id": host.default_project_id if host.enable_default_project else None,
@@ -89,5 +103,37 @@ async def server_info(state: AppState) -> dict[str, Any]:
         "azure-system-identities-enabled": host.enable_azure_system_credentials,
         "gcp-system-identities-enabled": host.enable_gcp_system_credentials,
         "queues": sorted(s.name for s in state.registry.unique(state.registry.task_queues)),
-        "license-status": {"license-type": "Apache-2.0", "valid": True},
+        "license-status": {"license-type": "Apache-2.0", "valid": True, "audience": "lakekeeper-core"},
+        "managed-role-providers": [],
     }
+
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+@functools.cache
+def commit_sha() -> str | None:
+    """The git commit the running code was checked out at (``lakekeeper-commit-sha`` of /info), when it
+    runs from a checkout; read from ``.git`` once (no git binary needed), None otherwise."""
+    root = Path(lakekeeper_host.__file__).resolve().parents[1]
+    git = root / ".git"
+    try:
+        if git.is_file():  # a worktree: "gitdir: <path>"
+            git = (root / git.read_text().split(":", 1)[1].strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if _SHA.match(head):
+            return head
+        ref = head.removeprefix("ref:").strip()
+        common = (git / (git / "commondir").read_text().strip()).resolve() if (git / "commondir").is_file() else git
+        for base in (git, common):
+            if (base / ref).is_file():
+                return (base / ref).read_text().strip()
+        packed = common / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text().splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref and _SHA.match(sha):
+                    return sha
+    except OSError:
+        return None
+    return None

@@ -75,22 +75,39 @@ class TableMaintenanceConfig:
     """``LAKEKEEPER__TABLE_MAINTENANCE__*``: where the Spark jobs run and how they reach the catalog."""
 
     # local[*], spark://host:7077, or any master URL Spark accepts
+    # example: spark://spark-master:7077
     spark_master: str = "local[*]"
+    # where the Iceberg jars come from: auto (local when all present, else Maven), offline, online
     spark_jars_mode: JarsMode = "auto"
-    # extra Spark settings as JSON, e.g. {"spark.driver.host": "10.0.0.5", "spark.executor.memory": "4g"}
+    # extra Spark settings as JSON
+    # example: {"spark.driver.host": "10.0.0.5", "spark.executor.memory": "4g"}
     spark_conf: dict[str, str] = field(factory=dict)
-    # default: this server's own catalog (LAKEKEEPER__BASE_URI or the listen address)
+    # the catalog the jobs use (unset: this server's own, LAKEKEEPER__BASE_URI or the listen address)
+    # example: https://lakekeeper.example.com/catalog
     catalog_uri: str | None = None
+    # bearer token the jobs send to the catalog (authenticated servers)
+    # example: eyJhbGciOi...
     token: Secret | None = None
+    # OAuth2 client_id:client_secret the jobs exchange for tokens (with OAUTH2_SERVER_URI)
+    # example: maintenance:s3cret
     credential: Secret | None = None
+    # token endpoint for CREDENTIAL
+    # example: https://idp.example.com/realms/lakekeeper/protocol/openid-connect/token
     oauth2_server_uri: str | None = None
+    # scope asked for with CREDENTIAL
+    # example: lakekeeper
     scope: str | None = None
+    # a job (one Spark driver) running longer is stopped and its attempt fails
+    # example: PT4H
     job_timeout: timedelta = timedelta(hours=2)
+    # how often the queue looks for tables due for maintenance
+    # example: PT15M
     planning_interval: timedelta = timedelta(minutes=5)
 
 
 @frozen
 class Section:
+    # table maintenance on Spark
     table_maintenance: TableMaintenanceConfig = TableMaintenanceConfig()
 
 

@@ -324,6 +324,7 @@ async def delete_role(state: AppState, meta: RequestMetadata, role_id: str) -> N
         await require_allowed(state, meta.actor, "delete", Resource("role", role.id))
         await role_store.lock_memberships(tx, project_id)
         await role_store.delete_role(tx, project_id, role.id)
+    state.store.caches.roles.forget(role.id)
     await deleted(state, "role", [role.id])
 
 
@@ -545,8 +546,11 @@ async def resolve_assumed_role(state: AppState, actor: Actor, header_value: str)
         raise bad_request(
             "Failed to parse Role-ID in header x-assume-role: expected a UUID", "InvalidRoleIdError"
         ) from None
-    if await role_store.get_role(state.store, role_id) is None:
-        raise bad_request(
-            f"Failed to resolve role with id {role_id} presented in header x-assume-role", "InvalidAssumeRoleId"
-        )
+    known = state.store.caches.roles
+    if known.get(role_id) is None:
+        if await role_store.get_role(state.store, role_id) is None:
+            raise bad_request(
+                f"Failed to resolve role with id {role_id} presented in header x-assume-role", "InvalidAssumeRoleId"
+            )
+        known.put(role_id, True)
     return evolve(actor, assumed_role=role_id)

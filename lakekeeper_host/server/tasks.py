@@ -47,7 +47,11 @@ PROJECT_QUEUES = frozenset({TASK_LOG_CLEANUP})
 class TaskRuntimeConfig:
     """``LAKEKEEPER__TASK_MAX_RETRIES`` and the endpoint-statistics flush interval."""
 
+    # attempts of a task before it is given up (the last error stays in its log)
+    # example: 3
     task_max_retries: int = 5
+    # how often the per-endpoint call counts (management statistics) are written to the database
+    # example: PT1M
     endpoint_stat_flush_interval: timedelta = timedelta(seconds=30)
 
 

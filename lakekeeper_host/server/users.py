@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
-from lakekeeper_host.errors import CatalogError, bad_request, conflict, forbidden, not_found
+from lakekeeper_host.errors import CatalogError, action_forbidden, bad_request, conflict, forbidden, not_found
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server.authorize import (
     actor_allowed,
@@ -81,7 +81,7 @@ async def require_allowed(state: AppState, actor: Actor | None, action: str, res
     if actor is None or getattr(state.authorizer, "allows_all", False):
         return
     if not await actor_allowed(state, actor, action, resource):
-        raise forbidden(f"Forbidden: {action} on {resource.kind} {resource.id}")
+        raise action_forbidden(resource.kind, action, resource.id)
 
 
 def validate_user_id(user_id: str) -> str:

@@ -209,14 +209,17 @@ class Authorizer(Protocol):
         ...
 
     async def reconcile(
-        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False
+        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False,
+        delete_drift: bool = True,
     ) -> ReconcileReport:
-        """``lakekeeper authz reconcile``: repair what lifecycle calls that failed (the authorizer
-        was down after a database commit) left behind -- write the missing structure of the
-        hierarchy, delete the records of objects that no longer exist. ``hierarchy()`` reads the
-        database: call it *after* reading your own records, so that an object created meanwhile is
-        never taken for a deleted one. Who created an object is not in the database: ownership
-        cannot be restored, only reported. Optional: ``AuthorizerBase`` has nothing to repair."""
+        """``lakekeeper authz reconcile`` / ``openfga reconcile``: repair what lifecycle calls that
+        failed (the authorizer was down after a database commit) left behind -- write the missing
+        structure of the hierarchy and, with ``delete_drift`` (Lakekeeper's ``add-and-delete-drift``
+        mode; ``add-missing`` is False), delete the records the database contradicts and those of
+        objects that no longer exist. ``hierarchy()`` reads the database: call it *after* reading
+        your own records, so that an object created meanwhile is never taken for a deleted one. Who
+        created an object is not in the database: ownership cannot be restored, only reported.
+        Optional: ``AuthorizerBase`` has nothing to repair."""
         ...
 
     # ------------------------------------------------------------ the permissions API
@@ -290,7 +293,8 @@ class AuthorizerBase:
         return None
 
     async def reconcile(
-        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False
+        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False,
+        delete_drift: bool = True,
     ) -> ReconcileReport:
         return ReconcileReport(notes=(f"the authorizer {self.name!r} keeps no records to reconcile",))
 

@@ -190,8 +190,12 @@ class StoreCaches:
 
     def __init__(self, *, warehouse_ttl: float = 60.0, warehouse_capacity: int = 1000,
                  warehouse_enabled: bool = True, metadata_bytes: int = DEFAULT_METADATA_BYTES,
-                 lookup_capacity: int = 10000, lookup_enabled: bool = True):
+                 lookup_capacity: int = 10000, lookup_enabled: bool = True,
+                 role_ttl: float = 120.0, role_capacity: int = 10000, role_enabled: bool = True):
         self.warehouses = TtlCache(warehouse_ttl, warehouse_capacity, enabled=warehouse_enabled)
+        # roles by id, as Lakekeeper's role cache (LAKEKEEPER__CACHE__ROLE__*): the x-assume-role header of
+        # every request is resolved through it; a deletion by this process forgets the role at once
+        self.roles = TtlCache(role_ttl, role_capacity, enabled=role_enabled, name="role")
         self.metadata = MetadataCache(metadata_bytes)
         self.lookups = LookupCache(lookup_capacity, enabled=lookup_enabled)
         # metadata files a load found in storage (a HEAD request on object stores): asked again
@@ -201,4 +205,4 @@ class StoreCaches:
     def observe(self, observer: Observer) -> None:
         """Report every lookup as ``observer(cache, "hit" | "miss")``."""
         self.warehouses.observer = self.metadata.observer = self.lookups.observer = observer
-        self.present_files.observer = observer
+        self.present_files.observer = self.roles.observer = observer

@@ -15,12 +15,15 @@ import logging
 import os
 import re
 import ssl
+import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
 
 import asyncpg
+import attrs
 import databases
 
 from lakekeeper_host.config import ConfigError, Settings
@@ -310,17 +313,81 @@ def _verifying_context(ssl_mode: str | None, root_cert: str) -> ssl.SSLContext:
     return context
 
 
+@attrs.frozen
+class PoolOptions:
+    """Lakekeeper's pool settings: ``PG_ENABLE_STATEMENT_LOGGING``, ``PG_TEST_BEFORE_ACQUIRE``,
+    ``PG_CONNECTION_MAX_LIFETIME`` (seconds). The defaults add nothing to a query or an acquire."""
+
+    log_statements: bool = False
+    test_before_acquire: bool = False
+    max_lifetime: float | None = None
+
+
+statement_log = logging.getLogger("lakekeeper_host.store.statements")
+
+
+def _log_statement(record: Any) -> None:
+    """asyncpg's query logger: the statement and its duration, never its values (they may be secrets)."""
+    elapsed = f"{record.elapsed * 1000:.1f} ms" if record.elapsed is not None else "-"
+    statement_log.info("%s %s%s", elapsed, " ".join(record.query.split()),
+                       f" failed: {type(record.exception).__name__}" if record.exception else "")
+
+
+class _Recycled(Exception):
+    """A pooled connection was too old, or failed its test: closed by the pool, take another."""
+
+
+class _ConnectionGuard:
+    """asyncpg pool callbacks for :class:`PoolOptions`: ``init`` when a connection is opened,
+    ``setup`` when one is handed out (a failing ``setup`` makes asyncpg close that connection)."""
+
+    def __init__(self, options: PoolOptions):
+        self.options = options
+        self._born: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+    async def init(self, connection: asyncpg.Connection) -> None:
+        self._born[connection] = time.monotonic()
+        if self.options.log_statements:
+            connection.add_query_logger(_log_statement)
+
+    async def setup(self, proxy: Any) -> None:
+        connection = getattr(proxy, "_con", proxy)
+        lifetime = self.options.max_lifetime
+        if lifetime is not None and time.monotonic() - self._born.get(connection, time.monotonic()) > lifetime:
+            raise _Recycled("connection older than LAKEKEEPER__PG_CONNECTION_MAX_LIFETIME")
+        if self.options.test_before_acquire:
+            try:
+                await self.probe(proxy)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                raise _Recycled(f"connection failed its test: {type(exc).__name__}") from exc
+
+    async def probe(self, connection: Any) -> None:
+        await connection.execute("SELECT 1")
+
+    def pool_arguments(self) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"init": self.init}
+        if self.options.test_before_acquire or self.options.max_lifetime is not None:
+            arguments["setup"] = self.setup
+        return arguments
+
+
+# a recycled connection is replaced by a new one; this many in a row mean the database is the problem
+_RECYCLE_ATTEMPTS = 3
+
+
 class _PostgresPool:
     """A ``databases`` pool whose connections run the rewritten statements on asyncpg. Like
     ``databases`` itself, a task inside ``Store.transaction()`` keeps its connection for every
     query it makes on this pool, so its reads see its own writes."""
 
     def __init__(self, url: str, max_size: int, caches: StoreCaches, *, acquire_timeout: float | None = None,
-                 connect_options: Mapping[str, Any] | None = None):
+                 connect_options: Mapping[str, Any] | None = None, options: PoolOptions | None = None):
         self.caches = caches
         self.acquire_timeout = acquire_timeout
+        self.guard = guard = _ConnectionGuard(options or PoolOptions())
         self.database = databases.Database(
-            url, min_size=1, max_size=max_size, reset=_keep_session, **(connect_options or {})
+            url, min_size=1, max_size=max_size, reset=_keep_session, **guard.pool_arguments(),
+            **(connect_options or {})
         )
 
     @contextlib.asynccontextmanager
@@ -334,7 +401,13 @@ class _PostgresPool:
         connection = self.database.connection()
         try:
             async with asyncio.timeout(self.acquire_timeout):
-                await connection.__aenter__()
+                for attempt in range(_RECYCLE_ATTEMPTS):
+                    try:
+                        await connection.__aenter__()
+                        break
+                    except _Recycled as exc:  # closed by the pool; the next acquire opens a new one
+                        if attempt + 1 == _RECYCLE_ATTEMPTS:
+                            raise DatabaseUnavailable(exc.__cause__ or exc) from exc
         except TimeoutError:
             raise PoolTimeout(self.acquire_timeout) from None
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:  # connecting failed
@@ -409,7 +482,8 @@ class Store(Executor):
 
     def __init__(self, write_url: str, read_url: str | None = None, *, pool: tuple[int, int] = (10, 5),
                  caches: StoreCaches | None = None, acquire_timeout: float | None = None,
-                 ssl_mode: str | None = None, schema: str | None = None, ssl_root_cert: str | None = None):
+                 ssl_mode: str | None = None, schema: str | None = None, ssl_root_cert: str | None = None,
+                 pool_options: PoolOptions | None = None):
         self.write_url = write_url
         self.dialect = "sqlite" if write_url.startswith("sqlite") else "postgresql"
         self.caches = caches or StoreCaches()
@@ -420,7 +494,8 @@ class Store(Executor):
             # an sslmode in the URL counts as PG_SSL_MODE (databases itself ignores it)
             ssl_mode = ssl_mode or parse_qs(urlsplit(write_url).query).get("sslmode", [None])[0]
             self.connect_options = postgres_connect_options(ssl_mode, schema, ssl_root_cert)
-            options = {"acquire_timeout": acquire_timeout, "connect_options": self.connect_options}
+            options = {"acquire_timeout": acquire_timeout, "connect_options": self.connect_options,
+                       "options": pool_options}
             self._write: Any = _PostgresPool(write_url, write_pool, self.caches, **options)
             self._read: Any = (
                 _PostgresPool(read_url, read_pool, self.caches, **options)
@@ -435,14 +510,18 @@ class Store(Executor):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Store:
-        warehouse, tabular = settings.host.cache.warehouse, settings.host.cache.tabular
+        warehouse, tabular, role = settings.host.cache.warehouse, settings.host.cache.tabular, settings.host.cache.role
         caches = StoreCaches(warehouse_ttl=warehouse.time_to_live_secs, warehouse_capacity=warehouse.capacity,
                              warehouse_enabled=warehouse.enabled, lookup_capacity=tabular.capacity,
-                             lookup_enabled=tabular.enabled)
+                             lookup_enabled=tabular.enabled, role_ttl=role.time_to_live_secs,
+                             role_capacity=role.capacity, role_enabled=role.enabled)
         pg = settings.pg
         return cls(*database_urls(settings), pool=(pg.pg_read_pool_connections, pg.pg_write_pool_connections),
                    caches=caches, acquire_timeout=pg.pg_acquire_timeout, ssl_mode=pg.pg_ssl_mode,
-                   schema=pg.pg_schema, ssl_root_cert=pg.pg_ssl_root_cert)
+                   schema=pg.pg_schema, ssl_root_cert=pg.pg_ssl_root_cert,
+                   pool_options=PoolOptions(log_statements=pg.pg_enable_statement_logging,
+                                            test_before_acquire=pg.pg_test_before_acquire,
+                                            max_lifetime=pg.pg_connection_max_lifetime))
 
     async def connect(self) -> None:
         if self.dialect == "sqlite":

@@ -22,6 +22,23 @@ class MigrationError(Exception):
     pass
 
 
+class DatabaseNewerThanServer(MigrationError):
+    """The database carries migrations this server does not know: a newer version migrated it."""
+
+    def __init__(self, unknown: list[int], newest: int):
+        versions = ", ".join(f"{v:04d}" for v in unknown)
+        super().__init__(
+            f"The database was migrated by a newer lakekeeper-host (it has migration {versions}; this server "
+            f"knows up to {newest:04d}): run a version at least as new as the one that migrated it, or "
+            "`lakekeeper serve --force-start` to start anyway (an emergency rollback, at your own risk)"
+        )
+        self.unknown = unknown
+
+
+def _unknown_versions(applied: list[int] | set[int], known: list[Migration]) -> list[int]:
+    return sorted(set(applied) - {m.version for m in known})
+
+
 @frozen
 class Migration:
     version: int
@@ -79,12 +96,8 @@ async def migration_status(store: Store) -> tuple[list[int], list[Migration]]:
     """(applied versions, pending migrations); raises if the database is newer than the code."""
     applied = await _applied(store)
     known = available_migrations(store.dialect)
-    newest = known[-1].version if known else 0
-    if applied and applied[-1] > newest:
-        raise MigrationError(
-            f"The database schema (version {applied[-1]}) is newer than this server "
-            f"(knows up to {newest}); upgrade lakekeeper-host instead of downgrading"
-        )
+    if unknown := _unknown_versions(applied, known):
+        raise DatabaseNewerThanServer(unknown, known[-1].version if known else 0)
     done = set(applied)
     return applied, [m for m in known if m.version not in done]
 
@@ -103,10 +116,8 @@ async def migrate(store: Store) -> list[Migration]:
         # re-read inside the lock: another process may have migrated meanwhile
         applied = set(await _applied(tx))
         known = available_migrations(store.dialect)
-        if applied and max(applied) > (known[-1].version if known else 0):
-            raise MigrationError(
-                f"The database schema (version {max(applied)}) is newer than this server"
-            )
+        if unknown := _unknown_versions(applied, known):
+            raise DatabaseNewerThanServer(unknown, known[-1].version if known else 0)
         pending = [m for m in known if m.version not in applied]
         for migration in pending:
             for statement in _statements(migration.sql):

@@ -38,3 +38,10 @@ async def mark_bootstrapped(db: Executor) -> bool:
         {"t": now_ms(), "yes": True},
     )
     return bool(rows)
+
+
+async def reopen_for_bootstrap(db: Executor) -> str:
+    """Clear the bootstrap flag (``lakekeeper reopen-bootstrap``); the server id stays. Returns it."""
+    server = await get_or_create_server(db)
+    await db.execute("UPDATE lk_server SET bootstrapped_at = NULL WHERE singleton = 1")
+    return server.server_id

@@ -194,7 +194,7 @@ def test_drop_non_empty_namespace(catalog, rest):  # testDropNonEmptyNamespace
         catalog.drop_namespace(NS)
     response = rest.http.delete("/namespaces/newdb")
     assert response.status_code == 409
-    assert error(response)["type"] == "NamespaceNotEmpty"  # Lakekeeper's type
+    assert error(response)["type"] == "NamespaceNotEmptyException"  # Lakekeeper's type
     assert error(response)["message"] == "Namespace newdb is not empty"
     assert catalog.namespace_exists(NS)
 

@@ -215,4 +215,4 @@ def test_no_data_permission_gets_no_credentials(as_user, table):
     assert loaded.json()["metadata"]["location"]
     refused = blind.get(f"{table_url}/credentials")
     assert refused.status_code == 403
-    assert error(refused)["type"] == "ForbiddenException"
+    assert error(refused)["type"] == "TableActionForbidden"  # Lakekeeper's type

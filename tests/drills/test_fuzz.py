@@ -4,7 +4,7 @@ The whole drill (``pytest tests/drills/test_fuzz.py``) fuzzes both APIs on the e
 on PostgreSQL; ``LAKEKEEPER_FUZZ_EXAMPLES`` sets the requests per operation (default 20, about five
 minutes on two cores); every run sends the same requests unless ``LAKEKEEPER_FUZZ_SEED``
 picks other ones. The fast suite runs a three-request-per-operation subset on SQLite. Each test prints
-its request count (``-s``); docs/operations.md ("Fuzzing") records a run. What the checks are:
+its request count (``-s``); docs/drills.md ("Fuzzing") records a run. What the checks are:
 ``tests/drills/fuzz.py``.
 """
 

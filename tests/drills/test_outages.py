@@ -2,7 +2,7 @@
 clear 503 ErrorModels meanwhile and recovers without a restart.
 
 Here: PostgreSQL restarted mid-load (its own throwaway cluster, so the drill may stop it). The other
-outages have their drills next to the code they exercise (see docs/operations.md, "Outages"):
+outages have their drills next to the code they exercise (see docs/drills.md, "Outages"):
 
 * event broker down -- tests/events/test_end_to_end.py::test_broker_outage_during_a_commit_burst_loses_nothing
   (NATS JetStream) and plugins/events-kafka/tests/test_server_outage.py (Kafka);

@@ -28,7 +28,7 @@ from tests.drills.drill_support import (
 ROUNDS = 40
 WRITERS_PER_REPLICA = 8
 APPENDS_PER_WRITER = 2
-# what docs/operations.md promises: another replica's change is seen within milliseconds (when its
+# what docs/drills.md promises: another replica's change is seen within milliseconds (when its
 # PostgreSQL notification arrives); a generous bound for a loaded 2-core CI machine
 STALENESS_BOUND_SECONDS = 1.0
 

@@ -135,7 +135,7 @@ async def test_namespace_actions_gate_create_list_and_rename_destination(client)
 
     DENIED.add(("namespace", ns_id["other"], "create_generic_table"))
     refused = await client.post(f"{base}/other/generic-tables", json={"name": "t", "format": "csv"})
-    assert refused.status_code == 403 and (await _error(refused))["type"] == "ForbiddenException"
+    assert refused.status_code == 403 and (await _error(refused))["type"] == "NamespaceActionForbidden"
     moved = await client.post(f"/lakekeeper/v1/{wh}/generic-tables/rename", json={
         "source": {"namespace": ["ns"], "name": "t"}, "destination": {"namespace": ["other"], "name": "t"}})
     assert moved.status_code == 403

@@ -122,7 +122,7 @@ def test_tables_views_and_generic_tables_share_one_name_space(gt, server, wareho
     assert [i["name"] for i in gt.catalog.get("/namespaces/ns/tables").json()["identifiers"]] == ["orders"]
     assert gt.names("ns") == ["frames"]
     # a namespace holding a generic table is not empty
-    assert error(gt.catalog.delete("/namespaces/ns"))["type"] == "NamespaceNotEmpty"
+    assert error(gt.catalog.delete("/namespaces/ns"))["type"] == "NamespaceNotEmptyException"
 
 
 def test_listing_pages_with_opaque_tokens(gt):

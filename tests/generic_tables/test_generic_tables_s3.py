@@ -236,7 +236,7 @@ def test_readers_get_read_only_credentials_and_signatures(as_user, seaweed, gran
     config = reader.get(url, headers=SIGNING).json()["config"]
     assert sign(reader, config, seaweed, data_key, "GET").status_code == 200
     refused = sign(reader, config, seaweed, data_key, "PUT")
-    assert refused.status_code == 403 and error(refused)["type"] == "ForbiddenException"
+    assert refused.status_code == 403 and error(refused)["type"] == "GenericTableActionForbidden"
     assert sign(writer, config, seaweed, data_key, "PUT").status_code == 200
 
 
@@ -247,8 +247,8 @@ def test_without_read_data_no_credentials_and_no_signatures(as_user, seaweed, gr
     assert loaded.status_code == 200, loaded.text  # it may see the table ...
     assert set(loaded.json()) == {"table"} and loaded.json()["table"]["base-location"] == location
     refused = blind.get(url + "/credentials")  # ... but not read its data
-    assert refused.status_code == 403 and error(refused)["type"] == "ForbiddenException"
+    assert refused.status_code == 403 and error(refused)["type"] == "GenericTableActionForbidden"
     config = as_user("writer").get(url, headers=SIGNING).json()["config"]
     for method in ("GET", "PUT"):
         signature = sign(blind, config, seaweed, key_of(location) + "/data/0.lance", method)
-        assert signature.status_code == 403 and error(signature)["type"] == "ForbiddenException", method
+        assert signature.status_code == 403 and error(signature)["type"] == "GenericTableActionForbidden", method

@@ -35,6 +35,20 @@ async def test_health_reports_each_backend(client):
     assert body["status"] == "healthy"
     assert body["checks"] == {"database": "healthy", "secret-store": "healthy", "authorizer": "healthy"}
     assert "Cache-Control" not in response.headers
+    # Lakekeeper's shape (service/health.rs HealthState), which its `healthcheck -s` and tools read
+    assert body["health"] == "ok" and body["maintenance_mode"] == "off"
+    assert {name: [s["name"] for s in services] for name, services in body["services"].items()} == {
+        "catalog": ["sqlite"], "secrets": ["postgres"], "auth": ["allowall"]}
+    assert all(s["status"] == "ok" and s["lastCheck"] > 0 for services in body["services"].values() for s in services)
+
+
+async def test_info_names_the_console_and_the_commit(client):
+    from lakekeeper_host.server.bootstrap import commit_sha
+
+    info = await (await client.get("/management/v1/info")).get_json()
+    assert info["console"]["edition"] == "lakekeeper-host-console" and info["console"]["version"] == info["version"]
+    assert info.get("lakekeeper-commit-sha") == commit_sha()  # a checkout: the HEAD commit; a wheel: left out
+    assert info["license-status"] == {"license-type": "Apache-2.0", "valid": True, "audience": "lakekeeper-core"}
 
 
 @pytest.mark.postgres
@@ -217,6 +231,10 @@ def test_two_workers_on_postgres_share_one_port_and_report_pools(pg_url):
             if line.startswith('lakekeeper_http_requests_total{endpoint="/health",method="GET",status="200"}')
         ]
         assert count and float(count[0].split()[-1]) >= 40
+        # Lakekeeper's names, from the same aggregated counters
+        axum = [line for line in metrics.splitlines()
+                if line.startswith('axum_http_requests_total{endpoint="/health",method="GET",status="200"}')]
+        assert axum and float(axum[0].split()[-1]) == float(count[0].split()[-1])
 
 
 @pytest.mark.postgres
@@ -268,5 +286,9 @@ def test_store_cache_lookups_are_counted_in_the_metrics():
     # the create put the new metadata in the cache, so every load found it; the warehouse row
     # is read once and then served from the cache
     assert count("table-metadata", "hit") >= 3
+    # the same lookups under Lakekeeper's names (its dashboards' hit-ratio panels and alerts)
+    hits = [line for line in text.splitlines()
+            if line.startswith('lakekeeper_cache_hits_total{cache_type="table_metadata"}')]
+    assert hits and float(hits[0].split()[-1]) == count("table-metadata", "hit")
     assert count("warehouse", "miss") >= 1
     assert count("warehouse", "hit") >= 3

@@ -138,7 +138,7 @@ async def test_denied_is_403_when_visible_and_the_missing_error_when_not() -> No
     state, meta, _ = world(Grants({("get_metadata", "seen")}))
     with pytest.raises(CatalogError) as forbidden:
         await authorize(state, meta, "drop", "table", "seen", hidden=no_such_table(["ns"], "seen"))
-    assert (forbidden.value.code, forbidden.value.type) == (403, "ForbiddenException")
+    assert (forbidden.value.code, forbidden.value.type) == (403, "TableActionForbidden")  # Lakekeeper's type
     for action in ("drop", "get_metadata"):
         with pytest.raises(CatalogError) as hidden:
             await authorize(state, meta, action, "table", "other", hidden=no_such_table(["ns"], "other"))

@@ -151,3 +151,105 @@ def test_default_bind_address(tmp_path):
     assert with_postgres.bind_ip == "0.0.0.0"
     explicit = load_settings({"LAKEKEEPER__BIND_IP": "10.1.2.3", "LAKEKEEPER__PG_DATABASE_URL_WRITE": "postgresql://u@db/x"})
     assert explicit.bind_ip == "10.1.2.3"
+
+
+# ---------------------------------------------------------------- Lakekeeper's names and meanings (issue 32)
+
+
+def test_lakekeeper_keys_are_read_with_lakekeepers_meaning():
+    """Keys Lakekeeper's docs, Helm chart and compose files use, accepted without a warning."""
+    settings = load_settings(
+        {
+            "LAKEKEEPER__METRICS_PORT": "9100",  # Lakekeeper's flat spelling of METRICS__PORT
+            "LAKEKEEPER__TASK_TABULAR_EXPIRATION_WORKERS": "3",
+            "LAKEKEEPER__PG_ENABLE_STATEMENT_LOGGING": "true",
+            "LAKEKEEPER__PG_TEST_BEFORE_ACQUIRE": "true",
+            "LAKEKEEPER__PG_CONNECTION_MAX_LIFETIME": "1800",
+            "LAKEKEEPER__CACHE__ROLE__CAPACITY": "5",
+            "LAKEKEEPER__CACHE__USER_ASSIGNMENTS__ENABLED": "false",
+            "LAKEKEEPER__CACHE__ROLE_MEMBERS__TIME_TO_LIVE_SECS": "30",
+            "LAKEKEEPER__DEBUG__AUTO_SERVE": "true",
+            "LAKEKEEPER__DEBUG__EXTENDED_LOGS": "true",
+            "LAKEKEEPER__DEBUG__LOG_AUTHORIZATION_HEADER": "true",
+            "ICEBERG_REST__DEFAULT_TABULAR_EXPIRATION_DELAY_SECONDS": '"2"',  # as Lakekeeper's test compose writes it
+            "LAKEKEEPER__PLACEHOLDER": "placeholder",  # the Helm chart adds it to every pod
+            "RUST_LOG": "info,lakekeeper=debug",
+        }
+    )
+    host, pg = settings.host, settings.pg
+    assert host.metrics.port == 9100 and host.task_soft_deletion_workers == 3
+    assert pg.pg_enable_statement_logging and pg.pg_test_before_acquire and pg.pg_connection_max_lifetime == 1800
+    assert host.cache.role.capacity == 5 and host.cache.role.time_to_live_secs == 120
+    assert host.cache.user_assignments.enabled is False and host.cache.role_members.time_to_live_secs == 30
+    assert host.debug.auto_serve and host.debug.extended_logs and host.debug.log_authorization_header
+    assert host.default_tabular_expiration_delay_seconds == 2
+    assert host.rust_log == "info,lakekeeper=debug"
+    assert settings.config_problems() == []
+    # the key itself wins over its alias
+    both = load_settings({"LAKEKEEPER__METRICS_PORT": "9100", "LAKEKEEPER__METRICS__PORT": "9200"})
+    assert both.host.metrics.port == 9200
+
+
+def test_rust_log_sets_levels_and_log_level_wins():
+    import logging
+
+    from lakekeeper_host.runtime.logs import log_levels
+
+    assert log_levels(load_settings({})) == (logging.INFO, {})
+    root, targets = log_levels(load_settings({"RUST_LOG": "warn,lakekeeper=debug,sqlx=trace"}))
+    assert root == logging.WARNING and targets == {"lakekeeper": logging.DEBUG, "lakekeeper_host": logging.DEBUG}
+    assert log_levels(load_settings({"RUST_LOG": "trace"}))[0] == logging.DEBUG
+    assert log_levels(load_settings({"RUST_LOG": "error", "LAKEKEEPER__LOG_LEVEL": "info"}))[0] == logging.INFO
+
+
+def test_unknown_keys_inside_known_sections_are_reported_like_top_level_ones():
+    settings = load_settings({
+        "LAKEKEEPER__CACHE__ROLE__X": "1",
+        "LAKEKEEPER__CACHE__ROLEE__ENABLED": "false",
+        "LAKEKEEPER__DEBUG__AUTO_SERVER": "true",
+        "LAKEKEEPER__OPENID_PROVIDERS__OKTA__URI": "https://okta.example",  # provider names are the operator's
+        "LAKEKEEPER__OPENID_PROVIDERS__OKTA__AUDIENCEE": "x",
+    })
+    assert settings.config_problems() == [
+        "Unknown config key LAKEKEEPER__CACHE__ROLEE (did you mean LAKEKEEPER__CACHE__ROLE?)",
+        "Unknown config key LAKEKEEPER__CACHE__ROLE__X",
+        "Unknown config key LAKEKEEPER__DEBUG__AUTO_SERVER (did you mean LAKEKEEPER__DEBUG__AUTO_SERVE?)",
+        "Unknown config key LAKEKEEPER__OPENID_PROVIDERS__OKTA__AUDIENCEE "
+        "(did you mean LAKEKEEPER__OPENID_PROVIDERS__OKTA__AUDIENCE?)",
+    ]
+    strict = load_settings({"LAKEKEEPER__CACHE__ROLE__X": "1", "LAKEKEEPER__STRICT_CONFIG": "true"})
+    with pytest.raises(ConfigError, match="LAKEKEEPER__CACHE__ROLE__X"):
+        strict.report_unknown()
+
+
+def test_a_partial_section_keeps_the_defaults_of_its_parent():
+    """CACHE__SECRETS keeps 500 entries for 600 s when only ENABLED is set (not the generic 1000 / 60)."""
+    settings = load_settings({"LAKEKEEPER__CACHE__SECRETS__ENABLED": "false"})
+    secrets = settings.host.cache.secrets
+    assert (secrets.enabled, secrets.capacity, secrets.time_to_live_secs) == (False, 500, 600)
+
+
+def test_user_assignments_may_not_outlive_roles():
+    with pytest.raises(ConfigError) as info:
+        load_settings({"LAKEKEEPER__CACHE__USER_ASSIGNMENTS__TIME_TO_LIVE_SECS": "600"})
+    assert str(info.value) == ("LAKEKEEPER__CACHE__USER_ASSIGNMENTS__TIME_TO_LIVE_SECS: must not exceed "
+                               "LAKEKEEPER__CACHE__ROLE__TIME_TO_LIVE_SECS (120)")
+
+
+@pytest.mark.parametrize(
+    "variable, meant",
+    [
+        ("LAKEKEEPER__PG_DATABSE_URL_WRITE", "LAKEKEEPER__PG_DATABASE_URL_WRITE"),
+        ("LAKEKEEPER__PG_DATABASE_URL", "LAKEKEEPER__PG_DATABASE_URL_WRITE"),
+        ("LAKEKEEPER__PG_HOST", "LAKEKEEPER__PG_HOST_W"),
+    ],
+)
+def test_a_misspelled_database_variable_refuses_to_run_on_sqlite(variable, meant):
+    environ = {variable: "postgresql://u:p@db:5432/x", "LAKEKEEPER__PG_ENCRYPTION_KEY": "k" * 32,
+               "LAKEKEEPER__PG_READ_POOL_CONNECTIONS": "20"}
+    with pytest.raises(ConfigError) as info:
+        load_settings(environ)
+    assert str(info.value).startswith(f"{variable} is not a variable this server reads (did you mean {meant}?)")
+    assert "embedded SQLite" in str(info.value)
+    # spelled right, it is a PostgreSQL deployment
+    assert load_settings({**environ, meant: environ.pop(variable)}).pg.uses_postgres

@@ -4,6 +4,7 @@ the config classes, and the deployment files parse and call commands the CLI has
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,31 @@ def test_configuration_reference_names_host_and_plugin_variables():
     assert "lakekeeper-storage-s3" in rows["LAKEKEEPER__ENABLE_AWS_SYSTEM_CREDENTIALS"].reader
     committed = (REPO / "docs" / "configuration.md").read_text()
     assert "`LAKEKEEPER__KV2`" in committed and "`LAKEKEEPER__KAFKA_TOPIC`" in committed
+
+
+def test_every_configuration_variable_has_a_meaning_a_default_and_an_example():
+    """docs/configuration.md leaves no cell blank: each variable says what it means, what it is when
+    unset and what a value looks like (issue 32). A new setting needs a comment above its field, and
+    an ``example:`` comment unless it is a boolean or has a fixed set of values."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        generator = __import__("gen-config-reference")
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    from lakekeeper_host.plugins import make_plugin_manager
+    from lakekeeper_host.runtime.config_reference import reference_rows
+
+    rows = reference_rows(make_plugin_manager(), include=generator.repo_plugin_distributions())
+    blank = [f"{row.name} ({row.reader}): " + ", ".join(
+        what for what, value in (("meaning", row.meaning), ("default", row.default), ("example", row.example))
+        if not value.strip()) for row in rows if not (row.meaning.strip() and row.default and row.example.strip())]
+    assert not blank, "variables with blank cells:\n" + "\n".join(blank)
+    table = [line for line in (REPO / "docs" / "configuration.md").read_text().splitlines()
+             if line.startswith("| `LAKEKEEPER__")]
+    assert len(table) == len(rows)
+    for line in table:
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        assert len(cells) == 6 and all(cells), line
 
 
 def _lakekeeper_subcommands() -> set[str]:
@@ -114,3 +140,51 @@ def test_docs_link_to_files_that_exist():
                 assert (page.parent / target).exists(), f"{page.name}: {target}"
     plugin_pages = {p.stem for p in (REPO / "docs" / "plugins").glob("*.md")}
     assert plugin_pages == {p.name for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").is_file()}
+
+
+# ---------------------------------------------------------------- links (issue 32)
+
+_LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|!\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _markdown_files() -> list[Path]:
+    return [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's heading ids: lower case, punctuation dropped, spaces to hyphens."""
+    anchors, in_code = set(), False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and line.startswith("#"):
+            title = line.lstrip("#").strip()
+            custom = re.search(r"\{\s*#([\w-]+)", title)
+            if custom:
+                anchors.add(custom[1])
+            anchors.add(re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-"))
+    return anchors
+
+
+def _links(path: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)  # code blocks hold no links
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return [a or b for a, b in _LINK.findall(text)]
+
+
+def test_relative_links_in_the_readme_and_docs_resolve():
+    """Every relative link (and its #anchor, for Markdown targets) in README.md, CHANGELOG.md and docs/ points
+    at something that exists, so a moved or renamed page cannot leave dead links behind."""
+    broken = []
+    for path in _markdown_files():
+        for link in _links(path):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", link):  # http:, https:, mailto: ...
+                continue
+            target, _, anchor = link.partition("#")
+            resolved = (path.parent / target).resolve() if target else path
+            where = f"{path.relative_to(REPO)}: {link}"
+            if not resolved.exists():
+                broken.append(f"{where} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+                broken.append(f"{where} (no heading #{anchor})")
+    assert not broken, "broken links:\n" + "\n".join(broken)

@@ -213,3 +213,68 @@ async def test_a_connection_lost_before_begin_is_a_503_and_the_task_gets_a_fresh
         assert await store.fetch_val("SELECT 2") == 2
     finally:
         await store.disconnect()
+
+
+# ---------------------------------------------------------------- Lakekeeper's pool settings (issue 32)
+
+
+async def _backend_pid(store: Store) -> int:
+    return await store.fetch_val("SELECT pg_backend_pid()")
+
+
+async def test_test_before_acquire_replaces_a_connection_that_fails_its_test(pg_url_factory):
+    """PG_TEST_BEFORE_ACQUIRE: every connection is tried (SELECT 1) before it is handed out; one that
+    fails (here: the server ends it during the test, as after a failover or an idle timeout on the
+    way) is closed and a fresh one answers the request instead of a 503."""
+    from lakekeeper_host.store.db import PoolOptions
+
+    store = Store(_asyncpg(pg_url_factory()), pool=(1, 1),
+                  pool_options=PoolOptions(test_before_acquire=True, log_statements=True))
+    await store.connect()
+    guard = store._write.guard
+    probe, killed = guard.probe, []
+
+    async def probe_that_dies_once(connection) -> None:
+        if not killed:
+            killed.append(await connection.fetchval("SELECT pg_backend_pid()"))
+            await connection.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        await probe(connection)
+
+    guard.probe = probe_that_dies_once
+    try:
+        pid = await _backend_pid(store)
+        assert killed and pid != killed[0]  # answered, on a fresh connection
+        assert await _backend_pid(store) == pid  # which passes its test from now on
+    finally:
+        await store.disconnect()
+
+
+async def test_connection_max_lifetime_replaces_old_connections(pg_url_factory):
+    from lakekeeper_host.store.db import PoolOptions
+
+    store = Store(_asyncpg(pg_url_factory()), pool=(1, 1), pool_options=PoolOptions(max_lifetime=0.3))
+    await store.connect()
+    try:
+        first = await _backend_pid(store)
+        assert await _backend_pid(store) == first  # young: kept
+        await asyncio.sleep(0.5)
+        assert await _backend_pid(store) != first  # old: closed when handed out, a new one answers
+    finally:
+        await store.disconnect()
+
+
+async def test_statement_logging_logs_statements_without_their_values(pg_url_factory, caplog):
+    import logging
+
+    from lakekeeper_host.store.db import PoolOptions
+
+    store = Store(_asyncpg(pg_url_factory()), pool=(1, 1), pool_options=PoolOptions(log_statements=True))
+    await store.connect()
+    try:
+        with caplog.at_level(logging.INFO, logger="lakekeeper_host.store.statements"):
+            assert await store.fetch_val("SELECT CAST(:secret AS text)", {"secret": "hunter2"}) == "hunter2"
+    finally:
+        await store.disconnect()
+    logged = [r.getMessage() for r in caplog.records if r.name == "lakekeeper_host.store.statements"]
+    assert any("SELECT CAST($1 AS text)" in line and " ms " in line for line in logged), logged
+    assert not any("hunter2" in line for line in logged)

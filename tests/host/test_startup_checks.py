@@ -102,7 +102,11 @@ def test_embedded_banner_names_sqlite_and_the_active_backends(tmp_path):
         banner = banner_of(output)
     assert f"database: sqlite {tmp_path / 'lakekeeper-data' / 'catalog.sqlite'} (embedded)" in banner
     assert "authorizer: allowall" in banner
-    assert "secret store: postgres" in banner
+    assert "secret store: database (sqlite)" in banner  # the built-in store, in the SQLite file
+    printed = "".join(output)
+    assert "THIS IS UNSAFE" not in printed  # the quickstart's default key is mentioned calmly, at info level
+    # where the data lives, as an absolute path: ./lakekeeper-data depends on where `serve` was started
+    assert f"Data (SQLite catalog and the 'demo' warehouse): {tmp_path / 'lakekeeper-data'}" in printed
     assert "event sinks: log;" in banner  # LOG_CLOUDEVENTS built the log sink
     assert "storage: " in banner and "file" in banner.split("storage: ")[1]
     assert f"listening on http://127.0.0.1:{env['LAKEKEEPER__LISTEN_PORT']}" in banner
@@ -221,3 +225,22 @@ def test_misspelled_variables_warn_once_each_with_a_suggestion(tmp_path):
     assert strict.returncode == 2
     [line] = error_lines(strict.stderr)
     assert all(message in line for message in expected)
+
+
+def test_a_failed_startup_is_one_line_with_exit_2_and_no_connection_help(tmp_path):
+    """OpenFGA unreachable when the backends are built (after the database check): one line naming the
+    variable, exit 2, no logged traceback, and no connection help for a server that never served."""
+    pytest.importorskip("lakekeeper_authz_openfga")
+    nothing_there = free_port()
+    env = clean_env(
+        LAKEKEEPER__LISTEN_PORT=str(free_port()),
+        LAKEKEEPER__METRICS__ENABLED="false",
+        LAKEKEEPER__AUTHZ_BACKEND="openfga",
+        LAKEKEEPER__OPENFGA__ENDPOINT=f"http://127.0.0.1:{nothing_there}",
+    )
+    result = run_cli("serve", env=env, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    [line] = error_lines(result.stderr)
+    assert f"OpenFGA at http://127.0.0.1:{nothing_there} (LAKEKEEPER__OPENFGA__ENDPOINT) is unreachable" in line
+    assert "Traceback" not in result.stderr and '"level": "ERROR"' not in result.stderr
+    assert "Lakekeeper is serving" not in result.stdout + result.stderr

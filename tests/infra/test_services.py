@@ -341,6 +341,25 @@ def test_spark_snippet_is_valid_python_for_the_catalog() -> None:
     compile(snippet, "<snippet>", "exec")
     assert "'spark.sql.catalog.lakekeeper.uri', 'http://127.0.0.1:8181/catalog'" in snippet
     assert "iceberg-spark-runtime-3.5_2.12" in snippet
+    # offline it cannot work as it is: its first line says so, and what to run instead
+    assert snippet.startswith(
+        "# fetches the Iceberg runtime from Maven Central; offline, run scripts/build-spark-jars.sh")
+
+
+def test_the_connection_help_says_first_whether_spark_works_offline(monkeypatch) -> None:
+    """The banner's build_spark_session snippet: offline it needs the jars scripts/build-spark-jars.sh builds,
+    and the line introducing it says so before the code (issue 32)."""
+    from lakekeeper_host.runtime import snippets
+
+    missing = ["iceberg-shaded-jackson.jar and iceberg-shaded-httpclient5.jar: scripts/build-spark-jars.sh"]
+    monkeypatch.setattr(snippets, "offline_jars_missing", lambda: missing)
+    text = snippets.connection_snippets("http://127.0.0.1:8181/catalog", "demo")
+    intro, code = text.split("PySpark with this package", 1)[1].split("\n", 1)
+    assert "offline, first install" in intro and "scripts/build-spark-jars.sh" in intro
+    assert code.lstrip().startswith("from lakekeeper_host.spark import build_spark_session")
+    monkeypatch.setattr(snippets, "offline_jars_missing", lambda: [])
+    ready = snippets.connection_snippets("http://127.0.0.1:8181/catalog", "demo")
+    assert "works offline: the Iceberg jars are on this machine" in ready
 
 
 # ---------------------------------------------------------------------------------------------

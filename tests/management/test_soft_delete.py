@@ -124,6 +124,7 @@ def test_protected_table_needs_force(server, http, prefix_url, catalog, warehous
     assert http.get(url).json()["protected"] is False
     set_ = http.post(url, json={"protected": True})
     assert set_.status_code == 200 and set_.json()["protected"] is True
+    assert "updated_at" in set_.json()  # Lakekeeper's ProtectionResponse spells it so (no kebab-case)
 
     refused = http.delete(f"{prefix_url}/namespaces/prot/tables/t")
     assert refused.status_code == 409
@@ -169,12 +170,12 @@ def test_warehouse_delete_is_refused_while_purges_are_pending(make_server, tmp_p
 
 def test_deactivated_warehouse_disappears_from_the_catalog(server, http, catalog, warehouse):
     catalog.create_namespace("visible")
-    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/deactivate").status_code == 204
+    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/deactivate").status_code == 200
     config = http.get(f"{server.catalog_url}/v1/config", params={"warehouse": warehouse["name"]})
     assert config.status_code == 404
     listing = http.get(f"{server.catalog_url}/v1/{warehouse['id']}/namespaces")
     assert listing.status_code == 404
-    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/activate").status_code == 204
+    assert http.post(f"{MGMT}/warehouse/{warehouse['id']}/activate").status_code == 200
     assert ("visible",) in catalog.list_namespaces()
 
 

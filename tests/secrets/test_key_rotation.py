@@ -113,10 +113,24 @@ class DefaultKeyServer(CatalogServer):
         return env
 
 
-def test_the_default_key_gets_a_loud_startup_warning():
+def test_the_default_key_is_mentioned_calmly_on_the_embedded_quickstart():
     with DefaultKeyServer() as server:
         log = server.log_path.read_text()
-    assert "THIS IS UNSAFE! LAKEKEEPER__PG_ENCRYPTION_KEY is not set" in log
+    assert "LAKEKEEPER__PG_ENCRYPTION_KEY is not set" in log and "THIS IS UNSAFE" not in log
+
+
+def test_the_default_key_gets_a_loud_warning_on_postgres(caplog):
+    """Lakekeeper's warning, for a server whose secrets live in a shared database."""
+    import logging
+
+    from lakekeeper_host.builtins.secrets_database import warn_if_default_key
+    from lakekeeper_host.config import load_settings
+
+    pg = load_settings({"LAKEKEEPER__PG_DATABASE_URL_WRITE": "postgresql://u@db/x"}).pg
+    with caplog.at_level(logging.INFO):
+        warn_if_default_key(pg, embedded=False)
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert "THIS IS UNSAFE! LAKEKEEPER__PG_ENCRYPTION_KEY is not set" in caplog.text
 
 
 def test_rotation_of_an_empty_store_and_refused_keys(tmp_path):

@@ -1,5 +1,5 @@
 """The console's permissions pages in a real browser, with the ``openfga`` authorizer served against
-the OpenFGA plugin's API double (plugins/authz-openfga/tests/openfga_double.py; no OpenFGA server
+the OpenFGA API double (lakekeeper_testing.openfga_double; no OpenFGA server
 can run here): alice signs in, grants bob select on a table, sees it listed, revokes it."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 
-# the double and the catalog builder are the plugin's test helpers
+# the catalog builder is the plugin's test helper
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "authz-openfga" / "tests"))
-from openfga_double import OpenFgaDouble  # noqa: E402
 from permissions_setup import PERMS, Caller, build_catalog, openfga_oidc_server  # noqa: E402
 
 pytestmark = pytest.mark.slow

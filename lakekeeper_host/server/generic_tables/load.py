@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from lakekeeper_host.errors import forbidden, no_such_generic_table
+from lakekeeper_host.errors import action_forbidden, no_such_generic_table
 from lakekeeper_host.server import kinds
 from lakekeeper_host.server.authorize import authorize, data_permission
 from lakekeeper_host.server.names import namespace_to_path
@@ -131,7 +131,7 @@ async def load_generic_table_credentials(
     warehouse, row = await resolve_generic_table(state, meta, warehouse, parts, name, "get_metadata", cached=True)
     permission = await data_permission(state, meta, warehouse.id, row.id, kinds.GENERIC_TABLE)
     if permission is None:
-        raise forbidden(f"Not allowed to read data on generic table {row.id}")
+        raise action_forbidden(kinds.GENERIC_TABLE, "read_data", row.id)
     config = await _storage_config(
         state, meta, warehouse, parts, row, access | DataAccess.VENDED_CREDENTIALS, permission
     )

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from attrs import field, frozen
 
-from lakekeeper_host.errors import CatalogError, bad_request, forbidden, no_such_warehouse, not_found
+from lakekeeper_host.errors import CatalogError, action_forbidden, bad_request, no_such_warehouse, not_found
 from lakekeeper_host.server.authorize import actor_allowed
 from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
@@ -264,7 +264,7 @@ async def sign(
     if resource is None or not await actor_allowed(state, actor, action, resource):
         if resource is None or not await actor_allowed(state, actor, "get_metadata", resource):
             raise not_found(f"No table found at {parsed.locations[0].location()}", "NoSuchTableException")
-        raise forbidden(f"Not allowed to {action.replace('_', ' ')} of table {table.id}")
+        raise action_forbidden(table.typ, action, table.id)
 
     # ---- VALIDATIONS ----
     if request.region != storage.region:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lakekeeper_host.errors import forbidden, no_such_table
+from lakekeeper_host.errors import action_forbidden, no_such_table
 from lakekeeper_host.server.authorize import authorize, data_permission
 from lakekeeper_host.server.resolve import resolve_table
 from lakekeeper_host.server.tables.load import access_request
@@ -35,7 +35,7 @@ async def load_credentials(
     await authorize(state, meta, "get_metadata", "table", row.id, warehouse.id, hidden=no_such_table(parts, name))
     permission = await data_permission(state, meta, warehouse.id, row.id)
     if permission is None:
-        raise forbidden(f"Not allowed to read data on table {row.id}")
+        raise action_forbidden("table", "read_data", row.id)
 
     # ------------------------------------------------ BUSINESS LOGIC
     storage = await state.storage_for(warehouse)

@@ -44,13 +44,19 @@ REPORT_TYPES = {
 
 @frozen
 class MetricsReportsConfig:
+    # store the scan and commit reports clients send (POST .../metrics); false: accept and drop them
     enabled: bool = True
+    # reports kept per table, the oldest dropped first
+    # example: 100
     max_reports_per_table: int = field(default=1000, validator=validators.ge(1))
+    # reports older than this are deleted
+    # example: P1D
     max_age: timedelta = timedelta(days=7)
 
 
 @frozen
 class Section:
+    # the Iceberg metrics reports of tables
     metrics_reports: MetricsReportsConfig = MetricsReportsConfig()
 
 

@@ -91,14 +91,23 @@ IO_TIMEOUT_S = 300
 
 @frozen
 class ScanPlanningConfig:
+    # file scan tasks per answer page (the rest follow by plan tasks)
+    # example: 500
     max_tasks_per_page: int = field(default=1000, validator=validators.ge(1))
+    # a table with at least this many manifests is planned in the background (the client polls the plan)
+    # example: 16
     async_min_manifests: int = field(default=64, validator=validators.ge(1))
+    # how long a finished plan can be fetched
+    # example: PT30M
     plan_ttl: timedelta = timedelta(minutes=10)
+    # a plan taking longer fails
+    # example: PT30M
     planning_timeout: timedelta = timedelta(minutes=10)
 
 
 @frozen
 class Section:
+    # server-side scan planning (POST .../plan)
     scan_planning: ScanPlanningConfig = ScanPlanningConfig()
 
 

@@ -30,7 +30,10 @@ def _uuid_or_404(value: str, what: str) -> str:
 
 def protection_json(protected: bool, updated_at: int | None) -> dict[str, Any]:
 
-    return {"protected": bool(protected), "updated-at": iso_timestamp(updated_at)}
+    # `updated_at` as Lakekeeper writes it (its ProtectionResponse has no kebab-case rename); `updated-at`
+    # kept for this server's earlier clients
+    updated = iso_timestamp(updated_at)
+    return {"protected": bool(protected), "updated_at": updated, "updated-at": updated}
 
 
 async def get_tabular_protection(

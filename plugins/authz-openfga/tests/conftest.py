@@ -1,7 +1,7 @@
 """Fixtures of the OpenFGA plugin's tests.
 
 The suite runs with ``--import-mode=importlib``, which puts no test directory on ``sys.path``; the
-helpers beside these tests (the OpenFGA API double, the ``fga`` CLI lookup) are imported by name,
+helpers beside these tests (the ``fga`` CLI lookup, the server builders) are imported by name,
 so this directory goes on the path once.
 """
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from lakekeeper_testing.openfga_double import OpenFgaDouble
+
 _HERE = str(Path(__file__).parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
-
-from openfga_double import OpenFgaDouble  # noqa: E402  (needs the path above)
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from openfga_double import OpenFgaDouble
-
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 from lakekeeper_testing.services import postgres_for_tests
 

@@ -1,6 +1,6 @@
 """A served catalog with the ``openfga`` authorizer for the permissions API and console tests.
 
-A ``lakekeeper serve`` against the OpenFGA API double (``openfga_double.py``) with OIDC users from a
+A ``lakekeeper serve`` against the OpenFGA API double (``lakekeeper_testing.openfga_double``) with OIDC users from a
 local issuer: alice bootstraps and builds project > warehouse ``perms`` > namespace ``sales`` >
 table ``orders`` and a role ``analysts`` through the API (the server writes their tuples); bob
 has nothing; root is an instance admin.
@@ -12,9 +12,9 @@ import uuid
 from urllib.parse import quote
 
 import httpx
-from openfga_double import OpenFgaDouble
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 
 PERMS = "/management/v1/permissions"

@@ -1,6 +1,6 @@
 """The ``openfga`` authorizer through ``openfga-sdk`` against the OpenFGA API double.
 
-The double stands in for an OpenFGA server, which cannot run here (see ``openfga_double.py``);
+The double stands in for an OpenFGA server, which cannot run here (see ``lakekeeper_testing.openfga_double``);
 ``test_double_conformance.py`` proves it answers as the real engine does.
 """
 
@@ -10,7 +10,6 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from openfga_double import OpenFgaDouble
 
 from lakekeeper_authz_openfga import build_authorizer
 from lakekeeper_authz_openfga.authorizer import OpenFgaAuthorizer
@@ -23,6 +22,7 @@ from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.registry import BuildContext, Registry, StartupError
 from lakekeeper_host.service.authz import Actor, Assignment, CatalogHierarchy, CatalogObject, Principal, Resource
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 
 SERVER_ID = "00000000-0000-0000-0000-000000000001"
 ALICE = Actor(user_id="oidc~alice", name="Alice")
@@ -253,9 +253,13 @@ async def test_reconcile_makes_the_hierarchy_the_databases_and_keeps_grants(
         reads.append(double.requests["/stores/{store}/read"])  # the store was read before the database
         return database
 
-    before, reads_before = store_tuples(double, authz), double.requests["/stores/{store}/read"]
+    before = store_tuples(double, authz)
+    # Lakekeeper's `openfga reconcile --mode add-missing`: the same writes, no deletion
+    additive = await authz.reconcile(hierarchy, dry_run=True, delete_drift=False)
+    assert additive.deleted == () and len(additive.written) == 4
+    reads_before = double.requests["/stores/{store}/read"]
     dry = await authz.reconcile(hierarchy, dry_run=True)
-    assert store_tuples(double, authz) == before and reads[0] > reads_before
+    assert store_tuples(double, authz) == before and reads[1] > reads_before
     assert set(dry.written) == {"namespace:ns-hr parent namespace:ns-sales-eu",
                                 "namespace:ns-sales-eu child namespace:ns-hr",
                                 "project:p1 project role:r-analysts", "user:oidc~carol assignee role:r-analysts"}

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from attrs import define, field
 from fga_cli import fga_binary
-from openfga_double import evaluate_offline
 
 from lakekeeper_authz_openfga.model import MODEL_DSL_PATH, load_model
 from lakekeeper_host.service.authz import ACTIONS
+from lakekeeper_testing.openfga_double import evaluate_offline
 
 ASSIGNABLE = {
     "server": ("admin", "operator"),

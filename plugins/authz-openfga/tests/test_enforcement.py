@@ -9,7 +9,7 @@ with its check cache on (the default), so "at once" includes a cache that had an
 Storage is a real SeaweedFS with STS, so the read-only credentials bob gets are really read-only.
 
 OpenFGA itself cannot run here: the plugin talks to the OpenFGA HTTP API test double
-(``openfga_double.py``, checked against the real engine by ``test_double_conformance.py``). The
+(``lakekeeper_testing.openfga_double``, checked against the real engine by ``test_double_conformance.py``). The
 tests only *read* the double's tuple store, to show the lifecycle tuples the server wrote.
 """
 
@@ -24,12 +24,12 @@ import httpx
 import pyarrow as pa
 import pytest
 from botocore.exceptions import ClientError
-from openfga_double import OpenFgaDouble
 from openfga_servers import openfga_server
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, NoSuchTableError
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 from lakekeeper_testing.services import (
     SeaweedS3,
@@ -226,7 +226,7 @@ def test_select_on_one_table_shows_its_path_and_reads_with_read_only_credentials
             table.transaction().set_properties(owner="bob").commit_transaction()
         with world.http("bob") as bob:
             commit = bob.post(table_url, json=set_owner)
-            assert commit.status_code == 403 and error(commit)["type"] == "ForbiddenException"
+            assert commit.status_code == 403 and error(commit)["type"] == "TableActionForbidden"
             # the credentials endpoint and the remote signer follow the same rights
             creds = bob.get(f"{table_url}/credentials")
             assert creds.status_code == 200, creds.text
@@ -346,7 +346,7 @@ def test_views_follow_the_same_rules(world: World) -> None:
             assert bob.get(f"{world.prefix}/namespaces/sales/views/daily").status_code == 200
             assert bob.get(f"{world.prefix}/namespaces/sales/views/weekly").status_code == 404
             dropped = bob.delete(f"{world.prefix}/namespaces/sales/views/daily")
-            assert dropped.status_code == 403 and error(dropped)["type"] == "ForbiddenException"
+            assert dropped.status_code == 403 and error(dropped)["type"] == "ViewActionForbidden"
         assert bob.get(f"{world.prefix}/namespaces/sales/views/daily").status_code == 404
     alice.drop_view("sales.weekly")
     alice.drop_view("sales.daily")
@@ -459,9 +459,9 @@ def test_describe_only_sees_the_table_but_gets_no_data_access(world: World) -> N
         assert loaded.status_code == 200, loaded.text
         assert "config" not in loaded.json() and "storage-credentials" not in loaded.json()
         creds = bob.get(f"{table_url}/credentials")
-        assert creds.status_code == 403 and error(creds)["type"] == "ForbiddenException"
+        assert creds.status_code == 403 and error(creds)["type"] == "TableActionForbidden"
         plan = bob.post(f"{table_url}/plan", json={})
-        assert plan.status_code == 403 and error(plan)["type"] == "ForbiddenException"
+        assert plan.status_code == 403 and error(plan)["type"] == "TableActionForbidden"
         signed = bob.post(f"/catalog/v1/signer/{world.warehouse_id}/tabular-id/{refunds}/v1/aws/s3/sign", json={
             "region": world.seaweed.region, "method": "GET", "headers": {},
             "uri": f"{world.seaweed.endpoint}/{BUCKET}/"
@@ -478,7 +478,7 @@ def test_users_bob_may_read_and_search_users_but_not_list_them_all(world: World)
     with world.http("bob") as bob:
         bob.get("/catalog/v1/config", params={"warehouse": world.warehouse})  # registers bob
         listed = bob.get("/management/v1/user")
-        assert listed.status_code == 403 and error(listed)["type"] == "ForbiddenException"
+        assert listed.status_code == 403 and error(listed)["type"] == "ServerActionForbidden"
         assert bob.get("/management/v1/user", params={"name": "bob"}).status_code == 403
         assert bob.get("/management/v1/user/oidc~bob").json()["id"] == "oidc~bob"
         assert bob.get("/management/v1/user/oidc~alice").json()["id"] == "oidc~alice"
@@ -487,7 +487,7 @@ def test_users_bob_may_read_and_search_users_but_not_list_them_all(world: World)
         found = bob.post("/management/v1/search/user", json={"search": "oidc~alice"})
         assert found.status_code == 200 and [u["id"] for u in found.json()["users"]] == ["oidc~alice"]
         renamed = bob.put("/management/v1/user/oidc~alice", json={"name": "Mallory", "user-type": "human"})
-        assert renamed.status_code == 403 and error(renamed)["type"] == "ForbiddenException"
+        assert renamed.status_code == 403 and error(renamed)["type"] == "UserActionForbidden"
         assert bob.delete("/management/v1/user/oidc~alice").status_code == 403
         mine = bob.put("/management/v1/user/oidc~bob", json={"name": "Bob", "user-type": "human"})
         assert mine.status_code < 300, mine.text

@@ -18,11 +18,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from openfga_double import OpenFgaDouble
 from openfga_servers import openfga_server
 
 from lakekeeper_authz_openfga.authorizer import fga_object
 from lakekeeper_host.service.authz import Resource
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer
 

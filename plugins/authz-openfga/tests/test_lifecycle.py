@@ -2,7 +2,7 @@
 moves (``move`` + ``accept_moved_namespace``), staged tables that give way, and
 ``lakekeeper authz reconcile`` after OpenFGA failed writes.
 
-OpenFGA cannot run here: the server talks to the OpenFGA HTTP API double (``openfga_double.py``,
+OpenFGA cannot run here: the server talks to the OpenFGA HTTP API double (``lakekeeper_testing.openfga_double``,
 proved against the real engine by ``test_double_conformance.py``); ``fail_writes`` makes it refuse
 tuple writes as an OpenFGA that is down would. The check cache is off, so tuples the reconcile
 command (another process) writes are seen at once. alice bootstraps and owns; bob starts with nothing.
@@ -19,10 +19,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from openfga_double import OpenFgaDouble
 from permissions_setup import SCHEMA, Caller, openfga_oidc_server
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 from lakekeeper_testing.services import postgres_for_tests
 

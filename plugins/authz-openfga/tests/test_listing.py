@@ -5,7 +5,7 @@ unfiltered for who may list everything below the parent, the rows OpenFGA's List
 sparse caller, or every row checked in batches when ListObjects may have been cut short. Whatever the
 way, the pages must hold exactly what the caller may see, in order, nothing skipped or repeated.
 
-OpenFGA cannot run here: the server talks to the OpenFGA HTTP API double (``openfga_double.py``,
+OpenFGA cannot run here: the server talks to the OpenFGA HTTP API double (``lakekeeper_testing.openfga_double``,
 checked against the real engine by ``test_double_conformance.py``), which here stops ListObjects at
 ``CAP`` objects like an OpenFGA server run with ``OPENFGA_LIST_OBJECTS_MAX_RESULTS=6``; the plugin is
 told the same limit. Grants go through the permissions API, with the plugin's caches on.
@@ -18,11 +18,11 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from openfga_double import OpenFgaDouble
 from openfga_servers import openfga_server
 from permissions_setup import SCHEMA, Caller
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 
 CAP = 6

@@ -9,10 +9,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from openfga_double import OpenFgaDouble
 from permissions_setup import PERMS, Caller, build_catalog, openfga_oidc_server
 
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """``lakekeeper migrate`` and ``lakekeeper serve`` with ``LAKEKEEPER__AUTHZ_BACKEND=openfga``, as subprocesses,
-against the OpenFGA API double (no OpenFGA server can run here; see ``openfga_double.py``)."""
+against the OpenFGA API double (no OpenFGA server can run here; see ``lakekeeper_testing.openfga_double``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 import uuid
 
 import httpx
-from openfga_double import OpenFgaDouble
 
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 
 

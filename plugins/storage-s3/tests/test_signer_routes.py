@@ -291,7 +291,7 @@ async def test_writes_need_write_permission(app_client, seaweed, s3_profile, s3_
     upload["uri"] += "?uploads"
     refused = await client.post(route, json=upload)
     assert refused.status_code == 403
-    assert (await refused.get_json())["error"]["message"].startswith("Not allowed to write data of table")
+    assert (await refused.get_json())["error"]["message"].startswith("Not allowed to write data on table")
 
 
 # ---------------------------------------------------------------- confinement (issue 30), from the attacker's side

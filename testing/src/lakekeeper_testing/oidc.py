@@ -47,12 +47,17 @@ class OidcIssuer:
         audience: str | None = "lakekeeper",
         clients: dict[str, str] | None = None,
         token_lifetime: int = 300,
+        port: int | None = None,
+        password_grant: bool = False,
     ) -> None:
         self.realm = realm
         self.audience = audience
         self.clients = dict(clients or {})
         self.token_lifetime = token_lifetime
-        self.port = free_port()
+        self.port = port or free_port()
+        # OAuth2's password grant for ANY user name and password (`lakekeeper-dev idp`: tokens for alice
+        # and bob with one curl); off for tests, which check that unknown grants are refused
+        self.password_grant = password_grant
         self.key = self._new_key()
         self.published: list[RSAKey] = [self.key]
         self.requests: list[str] = []  # paths served, for tests that care what was fetched
@@ -246,7 +251,8 @@ class OidcIssuer:
             "token_endpoint": self.token_endpoint,
             "authorization_endpoint": self.authorization_endpoint,
             "end_session_endpoint": self.end_session_endpoint,
-            "grant_types_supported": ["client_credentials", "authorization_code"],
+            "grant_types_supported": ["client_credentials", "authorization_code",
+                                      *(["password"] if self.password_grant else [])],
             "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic", "none"],
             "code_challenge_methods_supported": ["S256"],
             "id_token_signing_alg_values_supported": ["RS256"],
@@ -318,11 +324,24 @@ class OidcIssuer:
             "scope": issued["scope"],
         }
 
+    def _password_grant(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """RFC 6749 §4.3 without a password check: whoever names a user gets that user's tokens."""
+        subject = (form.get("username") or "").strip()
+        if not subject:
+            return 400, {"error": "invalid_request", "error_description": "username is required"}
+        profile = {"name": subject.title(), "preferred_username": subject, "email": f"{subject}@example.com"}
+        client_id = form.get("client_id") or "lakekeeper"
+        access = self.mint(subject, {**profile, "azp": client_id, "scope": form.get("scope") or "openid"})
+        return 200, {"access_token": access, "token_type": "Bearer", "expires_in": self.token_lifetime,
+                     "id_token": self.mint(subject, {**profile, "aud": client_id})}
+
     def token_response(self, form: dict[str, str], authorization: str | None) -> tuple[int, dict[str, Any]]:
         """OAuth2 client credentials (RFC 6749 §4.4), secret in the body or HTTP Basic; or an
         authorization code from the browser sign-in (RFC 6749 §4.1 with PKCE, RFC 7636)."""
         if form.get("grant_type") == "authorization_code":
             return self._code_grant(form)
+        if form.get("grant_type") == "password" and self.password_grant:
+            return self._password_grant(form)
         if form.get("grant_type") != "client_credentials":
             return 400, {"error": "unsupported_grant_type"}
         client_id, secret = form.get("client_id"), form.get("client_secret")

@@ -411,7 +411,8 @@ class OpenFgaAuthorizer(AuthorizerBase):
                           deletes=[(fga_principal(p), "assignee", obj) for p in removed])
 
     async def reconcile(
-        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False
+        self, hierarchy: Callable[[], Awaitable[CatalogHierarchy]], *, dry_run: bool = False,
+        delete_drift: bool = True,
     ) -> ReconcileReport:
         """Make the hierarchy's tuples (parent and child links, role members) exactly the database's
         and delete every tuple naming an object the database no longer has (as object or as user).
@@ -438,7 +439,8 @@ class OpenFgaAuthorizer(AuthorizerBase):
                     or (user_obj.partition(":")[0] in _CATALOG_KINDS and user_obj not in existing)
                     or ((kind, relation) in _STRUCTURE and key not in expected))
 
-        deletes = sorted(key for key in present if stale(key))
+        # add-missing (Lakekeeper's safe default of `openfga reconcile`) only writes
+        deletes = sorted(key for key in present if stale(key)) if delete_drift else []
         writes = sorted(expected - present)
         if not dry_run:
             await self._write(writes=writes, deletes=deletes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from attrs import frozen
@@ -106,9 +107,25 @@ async def _connected(config: OpenFgaConfig) -> AsyncIterator[OpenFgaClient]:
             yield client
     except ApiException as exc:
         raise StartupError(f"OpenFGA at {endpoint} answered {exc.status} {exc.reason} "
-                           "(check LAKEKEEPER__OPENFGA__ENDPOINT and its credentials)") from None
+                           "(check LAKEKEEPER__OPENFGA__ENDPOINT and its credentials)" + grpc_hint(endpoint)) from None
     except (aiohttp.ClientError, OSError) as exc:
-        raise StartupError(f"OpenFGA at {endpoint} is unreachable: {exc}") from None
+        raise StartupError(f"OpenFGA at {endpoint} (LAKEKEEPER__OPENFGA__ENDPOINT) is unreachable: "
+                           f"{exc}{grpc_hint(endpoint, exc)}") from None
+
+
+OPENFGA_HTTP_PORT, OPENFGA_GRPC_PORT = 8080, 8081
+
+
+def grpc_hint(endpoint: str, error: BaseException | None = None) -> str:
+    """Lakekeeper's ``OPENFGA__ENDPOINT`` is OpenFGA's gRPC port (8081); this plugin speaks its HTTP API
+    (8080). Said when the configured address looks like the gRPC one, or answered like no HTTP server."""
+    parts = urlsplit(endpoint)
+    not_http = isinstance(error, (aiohttp.ServerDisconnectedError, aiohttp.ClientResponseError))
+    if parts.port != OPENFGA_GRPC_PORT and not not_http:
+        return ""
+    http = urlunsplit((parts.scheme, f"{parts.hostname}:{OPENFGA_HTTP_PORT}", parts.path, "", ""))
+    return (f". Lakekeeper's LAKEKEEPER__OPENFGA__ENDPOINT is OpenFGA's gRPC port ({OPENFGA_GRPC_PORT}); this "
+            f"server speaks OpenFGA's HTTP API: use its HTTP port, e.g. {http}")
 
 
 async def migrate(config: OpenFgaConfig) -> ModelLocation:

@@ -20,28 +20,53 @@ MODEL_VERSION = "1.2"  # 1.1: can_accept_moved_namespace; 1.2: can_move on table
 
 @frozen
 class OpenFgaConfig:
+    # OpenFGA's HTTP API (port 8080 of `openfga run`; Lakekeeper's gRPC port 8081 does not answer HTTP)
+    # example: http://openfga:8080
     endpoint: str | None = None
+    # the store, found by name (`lakekeeper migrate` creates it)
+    # example: lakekeeper-prod
     store_name: str = "lakekeeper"
+    # the model is written and found as <prefix>-<version>
+    # example: collaboration
     authorization_model_prefix: str = DEFAULT_MODEL_PREFIX
     # pin a written model version ("<major>.<minor>"); unset = the model this plugin ships
+    # example: 1.1
     authorization_model_version: str | None = None
+    # a pre-shared key (OpenFGA's --authn-method=preshared)
+    # example: key-1
     api_key: Secret | None = None
+    # OAuth2 client credentials instead of API_KEY: the client id (with CLIENT_SECRET and TOKEN_ENDPOINT)
+    # example: lakekeeper
     client_id: str | None = None
+    # the client secret of CLIENT_ID
+    # example: s3cret
     client_secret: Secret | None = None
+    # the token endpoint for CLIENT_ID
+    # example: https://idp.example.com/realms/openfga/protocol/openid-connect/token
     token_endpoint: str | None = None
+    # scope asked for with CLIENT_ID (unset: none)
+    # example: openfga
     scope: str | None = None
+    # checks sent in one batch-check request (at most OpenFGA's OPENFGA_MAX_CHECKS_PER_BATCH_CHECK)
+    # example: 200
     max_batch_check_size: int = field(default=50, validator=validators.gt(0))
     # the check-result cache (bounded, TTL); 0 capacity turns it off
+    # example: 0
     check_cache_capacity: int = field(default=50_000, validator=validators.ge(0))
+    # seconds a check answer is kept (another replica's grant or revocation shows after at most this)
+    # example: 2
     check_cache_ttl_secs: float = field(default=10.0, validator=validators.ge(0))
     # Lists ask ListObjects which objects the caller may see; OpenFGA cuts it short at its max results
     # and deadline without saying so, so an answer at either limit counts as unknown (rows are checked).
 
     # an answer of this many objects is unknown; at most OpenFGA's OPENFGA_LIST_OBJECTS_MAX_RESULTS; 0 = off
+    # example: 0
     list_objects_max_results: int = field(default=1000, validator=validators.ge(0))
     # an answer that took this long is unknown; at most OpenFGA's OPENFGA_LIST_OBJECTS_DEADLINE
+    # example: 1.5
     list_objects_deadline_secs: float = field(default=3.0, validator=validators.gt(0))
     # ListObjects answers kept (for CHECK_CACHE_TTL_SECS), each up to LIST_OBJECTS_MAX_RESULTS ids; 0 = off
+    # example: 0
     list_objects_cache_capacity: int = field(default=1000, validator=validators.ge(0))
 
     @property

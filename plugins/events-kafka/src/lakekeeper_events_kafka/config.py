@@ -38,9 +38,15 @@ DEFAULT_REQUEST_TIMEOUT_MS = 10_000
 class KafkaConfig:
     """``KAFKA_TOPIC``, ``KAFKA_CONFIG`` (dict or its text) and ``KAFKA_CONFIG_FILE`` (a path)."""
 
+    # the topic change events are published to; with KAFKA_CONFIG or KAFKA_CONFIG_FILE it turns the sink on
+    # example: lakekeeper-changes
     kafka_topic: str | None = None
-    # never printed: it may hold sasl.password and friends
+    # librdkafka settings, a JSON object or Lakekeeper's {key="value",...} form (never printed: it may hold
+    # sasl.password and friends)
+    # example: {"bootstrap.servers"="kafka:9092", "security.protocol"="SASL_SSL"}
     kafka_config: Any = field(default=None, repr=False)
+    # a file with the KAFKA_CONFIG dictionary (KAFKA_CONFIG wins when both are set)
+    # example: /etc/lakekeeper/kafka.conf
     kafka_config_file: str | None = None
 
     def librdkafka(self) -> dict[str, str] | None:

@@ -35,18 +35,34 @@ log = logging.getLogger(__name__)
 class NatsConfig:
     """``LAKEKEEPER__NATS_*`` (Lakekeeper §4.6) plus the JetStream options of this plugin."""
 
+    # the NATS server; with NATS_TOPIC it turns the sink on
+    # example: nats://nats:4222
     nats_address: str | None = None
+    # the subject change events are published to
+    # example: lakekeeper.changes
     nats_topic: str | None = None
+    # user name (with NATS_PASSWORD)
+    # example: lakekeeper
     nats_user: str | None = None
+    # password of NATS_USER
+    # example: secret
     nats_password: Secret | None = None
+    # token authentication instead of user and password
+    # example: s3cr3t-token
     nats_token: Secret | None = None
+    # a .creds file (JWT and NKey) instead of user and password
+    # example: /run/secrets/nats.creds
     nats_creds_file: str | None = None
     # JetStream: publish with acknowledgements (at-least-once)
     nats_jetstream: bool = False
     # create this stream (subjects = [topic]) if it does not exist; unset = the stream must exist
+    # example: LAKEKEEPER
     nats_jetstream_stream: str | None = None
     # seconds to wait for the server's PONG (core) or the stream's ack (JetStream)
+    # example: 10
     nats_ack_timeout: float = 5.0
+    # seconds a connection attempt may take
+    # example: 5
     nats_connect_timeout: float = 2.0
 
     @property

@@ -34,7 +34,9 @@ class Kv2Config:
 class Kv2Settings:
     """The plugin's config class; ``kv2`` is the raw section (a mapping or the compound string)."""
 
-    # raw, so it may hold the password in clear: never part of the repr
+    # the Vault / OpenBao server (userpass login, KV version 2): KV2__URL, __USER, __PASSWORD, __SECRET_MOUNT,
+    # or all in one value (raw, so it may hold the password in clear: never part of the repr)
+    # example: {url=http://vault:8200,user=lakekeeper,password=secret,secret_mount=kv}
     kv2: Any = field(default=None, repr=False)
 
     def require(self) -> Kv2Config:

@@ -225,6 +225,7 @@ class AdlsStorageConfig:
     """
 
     # a PEM bundle to trust for the Blob endpoint (private CAs, an emulator's self-signed certificate)
+    # example: /etc/ssl/certs/azurite.pem
     adls_ca_bundle: str | None = None
 
 

@@ -239,8 +239,10 @@ class GcsStorageConfig:
     """
 
     # the GCS JSON API Lakekeeper uses; any other than Google's also reaches clients as gcs.service.host
+    # example: http://fake-gcs:4443
     gcs_storage_endpoint: str = DEFAULT_STORAGE_ENDPOINT
     # the Security Token Service that exchanges Lakekeeper's token for table-scoped (downscoped) ones
+    # example: https://sts.example.internal/v1/token
     gcs_sts_endpoint: str = DEFAULT_STS_ENDPOINT
 
     @property

@@ -234,7 +234,9 @@ class S3StorageConfig:
     """``LAKEKEEPER__*`` keys of the S3 plugin (Lakekeeper §4.2)."""
 
     enable_aws_system_credentials: bool = False
+    # let aws-system-identity credentials access S3 directly, without assume-role-arn
     s3_enable_direct_system_credentials: bool = False
+    # a warehouse assuming a role with the system identity must give an external-id
     s3_require_external_id_for_system_credentials: bool = True
 
 

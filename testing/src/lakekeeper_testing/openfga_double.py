@@ -1,4 +1,8 @@
-"""A TEST DOUBLE of the OpenFGA HTTP API, for the plugin's tests.
+"""A TEST DOUBLE of the OpenFGA HTTP API, for tests and for trying things out -- NOT FOR PRODUCTION.
+
+It keeps everything in memory (a restart forgets every store, model and tuple), checks no
+credentials and scales to what a test needs. ``lakekeeper-dev openfga --port N`` serves it for a
+development setup (docs/authorization.md); production runs OpenFGA itself.
 
 Why a double: no OpenFGA server can run on this machine (no binary on PyPI, npm or Debian, no Go
 toolchain to build one; ../shared/reference/infrastructure.md §4). The official ``fga`` CLI embeds
@@ -234,20 +238,29 @@ class OpenFgaDouble:
 
     # ---------------------------------------------------------------- lifecycle
 
-    def start(self) -> OpenFgaDouble:
-        if self._port is None:
+    def start(self, port: int = 0, host: str = "127.0.0.1") -> OpenFgaDouble:
+        """Serve on ``host:port`` in a thread of its own. Port 0: the port of an earlier start (a
+        stopped double comes back where its clients expect it), else a free one."""
+        port = port or self._port or 0
+        if port == 0:
             sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            self._port = sock.getsockname()[1]
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
             sock.close()
-        port = self._port
+        self._port = port
         ready = threading.Event()
+        failed: list[BaseException] = []
 
         def run() -> None:
             self._loop = asyncio.new_event_loop()
             self._runner = web.AppRunner(self._app())
             self._loop.run_until_complete(self._runner.setup())
-            self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", port).start())
+            try:
+                self._loop.run_until_complete(web.TCPSite(self._runner, host, port).start())
+            except OSError as exc:  # the port is taken
+                failed.append(exc)
+                ready.set()
+                return
             ready.set()
             self._loop.run_forever()
             self._loop.run_until_complete(self._runner.cleanup())
@@ -257,7 +270,9 @@ class OpenFgaDouble:
         self._thread.start()
         if not ready.wait(10):
             raise RuntimeError("the OpenFGA double did not start")
-        self.url = f"http://127.0.0.1:{port}"
+        if failed:
+            raise failed[0]
+        self.url = f"http://{host}:{port}"
         return self
 
     def stop(self) -> None:
