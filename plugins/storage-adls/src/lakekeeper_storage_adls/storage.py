@@ -42,7 +42,13 @@ from lakekeeper_host.service.storage import (
     VendedAccess,
     is_sublocation,
 )
-from lakekeeper_host.service.storage_errors import StorageFailure, http_failure, network_error, storage_error
+from lakekeeper_host.service.storage_errors import (
+    StorageFailure,
+    http_failure,
+    network_error,
+    network_failure,
+    storage_error,
+)
 from lakekeeper_storage_adls.locations import (
     ALTERNATIVE_SCHEMES,
     CANONICAL_SCHEME,
@@ -114,6 +120,8 @@ def os_error(exc: Exception, location: str, *, note: str | None = None) -> OSErr
     quote nothing the endpoint answered (``storage_errors``); the full error goes to the log."""
     status = getattr(exc, "status_code", None)
     code = getattr(exc, "error_code", None)
+    if status is None and network_failure(exc) is not None:  # no answer at all (a token request's too)
+        return network_error(exc, location, note=note)
     if isinstance(exc, ResourceNotFoundError) or status == 404:
         failure = StorageFailure.NOT_FOUND
     elif isinstance(exc, ClientAuthenticationError) or status in (401, 403):
@@ -201,9 +209,13 @@ class AdlsStorage:
         return found
 
     def _client_options(self) -> dict[str, Any]:
-        # redirects are not followed: they could lead anywhere, past the endpoint policy
+        # Redirects are not followed: they could lead anywhere, past the endpoint policy. A request that
+        # could not be sent (connection refused, TLS, a name that does not resolve) is not retried: the
+        # Blob SDK waits 15 s, then 45 s, between tries, so validation would run into the request time
+        # limit instead of saying what failed. Answers (throttling, 5xx) are retried as before.
         options: dict[str, Any] = {
             "retry_total": 3,
+            "retry_connect": 0,
             "connection_timeout": 10,
             "read_timeout": 60,
             "permit_redirects": False,

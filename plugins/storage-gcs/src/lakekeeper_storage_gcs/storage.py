@@ -59,6 +59,32 @@ DELETE_CONCURRENCY = 16
 LIST_PAGE_SIZE = 1000  # the most one GCS listing request returns
 
 
+# what google-cloud-storage retries (for up to two minutes), except failures a retry cannot mend
+_NOT_RETRIED = {StorageFailure.TLS, StorageFailure.REFUSED, StorageFailure.UNRESOLVABLE, StorageFailure.REDIRECTED}
+_RETRIED_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether a failed GCS call is worth another try: an overloaded or briefly unreachable service
+    is; a TLS failure, a refused connection, a name that does not resolve or a redirect are not
+    (validation then says what failed within the request time limit)."""
+    from google.api_core import exceptions as api
+    from google.auth import exceptions as auth
+
+    if isinstance(exc, api.GoogleAPICallError):
+        return exc.code in _RETRIED_STATUS
+    failure = network_failure(exc)
+    if failure in _NOT_RETRIED:
+        return False
+    return failure is not None or isinstance(exc, auth.TransportError)
+
+
+def _retry() -> Any:
+    from google.cloud.storage.retry import DEFAULT_RETRY
+
+    return DEFAULT_RETRY.with_predicate(retryable)
+
+
 class StorageMisconfigured(CatalogError):
     def __init__(self, message: str):
         super().__init__(400, "StorageMisconfigured", message)
@@ -247,23 +273,23 @@ class GcsStorage:
         return await self._read(location)
 
     async def exists(self, location: str) -> bool:
-        return await self._call(location, lambda: self._blob(location).exists())
+        return await self._call(location, lambda: self._blob(location).exists(retry=_retry()))
 
     async def delete(self, location: str) -> None:
         await self._delete(location)
 
     async def _write(self, location: str, data: bytes, client: Any = None) -> None:
-        await self._call(location, lambda: self._blob(location, client).upload_from_string(data))
+        await self._call(location, lambda: self._blob(location, client).upload_from_string(data, retry=_retry()))
 
     async def _read(self, location: str, client: Any = None) -> bytes:
-        return await self._call(location, lambda: self._blob(location, client).download_as_bytes())
+        return await self._call(location, lambda: self._blob(location, client).download_as_bytes(retry=_retry()))
 
     async def _delete(self, location: str, client: Any = None) -> None:
         from google.api_core.exceptions import NotFound
 
         def delete() -> None:
             try:
-                self._blob(location, client).delete()
+                self._blob(location, client).delete(retry=_retry())
             except NotFound:  # deleting what is gone already is done
                 pass
 
@@ -273,7 +299,9 @@ class GcsStorage:
         root = self._parse(prefix)
 
         def first_page() -> Any:
-            listing = self._client().list_blobs(root.bucket, prefix=root.dir_prefix, page_size=self.list_page_size)
+            listing = self._client().list_blobs(
+                root.bucket, prefix=root.dir_prefix, page_size=self.list_page_size, retry=_retry()
+            )
             return iter(listing.pages)
 
         pages = await self._call(prefix, first_page)
@@ -288,7 +316,8 @@ class GcsStorage:
         root = self._parse(prefix)
 
         def first() -> list[str]:
-            return [b.name for b in self._client().list_blobs(root.bucket, prefix=root.dir_prefix, max_results=1)]
+            listing = self._client().list_blobs(root.bucket, prefix=root.dir_prefix, max_results=1, retry=_retry())
+            return [b.name for b in listing]
 
         return not await self._call(prefix, first)
 
