@@ -186,6 +186,43 @@ class TellTaleServer:
         self._server.server_close()
 
 
+class Redirector:
+    """An HTTP server that answers every request with a redirect to ``target`` (``host:port``)."""
+
+    def __init__(self, target: str):
+        self.requests = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                server.requests += 1
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                self.send_response(307)
+                self.send_header("Location", f"http://{target}{self.path}")
+                self.send_header("x-amz-bucket-region", "us-west-2")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _answer  # noqa: N815 - the http.server API
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @property
+    def netloc(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
 # "http(s)://host:port" -> (storage-profile JSON, storage-credential JSON or None) with that endpoint
 WithEndpoint = Callable[[str], tuple[dict[str, Any], "dict[str, Any] | None"]]
 
@@ -466,3 +503,22 @@ class StorageEndpointPolicy:
                     assert "connection refused" in body["error"]["message"], body
         finally:
             tell_tale.close()
+
+    async def test_redirects_are_not_followed(self, catalog: CatalogInProcess, endpoint_case: EndpointCase):
+        fields = [name for name in endpoint_case.endpoint_fields if name not in endpoint_case.https_only_fields]
+        if not fields:
+            pytest.skip("no endpoint field of this storage takes plain HTTP")
+        trap = ConnectionTrap()
+        redirector = Redirector(trap.netloc)  # an allowed endpoint that points elsewhere
+        try:
+            for field_name in fields:
+                before = redirector.requests
+                status, body = await catalog.create_warehouse(
+                    *endpoint_case.endpoint_fields[field_name](f"http://{redirector.netloc}")
+                )
+                assert redirector.requests > before, f"{field_name}: nothing reached the redirecting server"
+                assert status == 400, body
+            assert trap.connections == 0, "a redirect was followed"
+        finally:
+            redirector.close()
+            trap.close()
