@@ -391,9 +391,12 @@ class S3Storage:
         errors = response.get("Errors") or []
         if errors:
             first = errors[0]
+            log.info("DeleteObjects under %s: %s", root, errors[:10])
+            code = str(first.get("Code", ""))
+            key = first.get("Key") if first.get("Key") in keys else "?"  # a key of ours, not the store's text
             raise OSError(
-                f"{len(errors)} of {len(keys)} deletes failed under {root}; first: "
-                f"{first.get('Key')}: {first.get('Code')} {first.get('Message')}"
+                f"{len(errors)} of {len(keys)} deletes failed under {root}; first: {key}"
+                + (f" ({code})" if code in KNOWN_CODES else "")
             )
         return len(keys)
 
