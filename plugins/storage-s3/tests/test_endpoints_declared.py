@@ -10,52 +10,46 @@ import pytest
 
 from lakekeeper_host.errors import CatalogError
 from lakekeeper_host.service.endpoints import EndpointPolicy
+from lakekeeper_testing.endpoint_policy import declared_endpoints
 from lakekeeper_testing.storage_conformance import StorageBuilder
 
 KEYS = {"type": "s3", "credential-type": "access-key", "aws-access-key-id": "a", "aws-secret-access-key": "b"}
 BASE = {"type": "s3", "bucket": "lakekeeper", "region": "eu-central-1", "flavor": "s3-compat"}
 
 
-@pytest.fixture(scope="module")
-def builder() -> StorageBuilder:
-    return StorageBuilder()
+def declared(profile, credential=KEYS) -> dict[str, str]:
+    return declared_endpoints({**BASE, **profile}, credential)
 
 
-def declared(builder, profile, credential=KEYS) -> dict[str, str]:
-    return {e.field: e.url for e in builder.build({**BASE, **profile}, credential).endpoints()}
-
-
-def test_a_custom_endpoint_serves_s3_and_sts(builder):
-    endpoints = declared(
-        builder, {"endpoint": "http://minio.internal:9000", "path-style-access": True, "sts-enabled": True}
-    )
+def test_a_custom_endpoint_serves_s3_and_sts():
+    endpoints = declared({"endpoint": "http://minio.internal:9000", "path-style-access": True, "sts-enabled": True})
     assert endpoints == {
         "storage-profile.endpoint": "http://minio.internal:9000/",
         "storage-profile.endpoint (as the STS endpoint)": "http://minio.internal:9000/",
     }
 
 
-def test_a_separate_sts_endpoint_is_declared_when_sts_is_used(builder):
+def test_a_separate_sts_endpoint_is_declared_when_sts_is_used():
     profile = {"endpoint": "http://10.0.0.5:9000", "sts-endpoint": "http://10.0.0.6:9000", "sts-enabled": True}
-    assert declared(builder, profile)["storage-profile.sts-endpoint"] == "http://10.0.0.6:9000/"
-    without_sts = declared(builder, {**profile, "sts-enabled": False})
+    assert declared(profile)["storage-profile.sts-endpoint"] == "http://10.0.0.6:9000/"
+    without_sts = declared({**profile, "sts-enabled": False})
     assert list(without_sts) == ["storage-profile.endpoint"]  # STS is never called
 
 
-def test_virtual_hosted_addressing_puts_the_bucket_in_the_host(builder):
-    endpoints = declared(builder, {"endpoint": "http://s3.attacker.example:9000", "path-style-access": False})
+def test_virtual_hosted_addressing_puts_the_bucket_in_the_host():
+    endpoints = declared({"endpoint": "http://s3.attacker.example:9000", "path-style-access": False})
     assert endpoints["storage-profile.endpoint (virtual-hosted: bucket.host; path-style-access avoids it)"] == (
         "http://lakekeeper.s3.attacker.example:9000/"
     )
     # an IP address is always addressed path-style
-    assert list(declared(builder, {"endpoint": "http://10.0.0.5:9000", "path-style-access": False})) == [
+    assert list(declared({"endpoint": "http://10.0.0.5:9000", "path-style-access": False})) == [
         "storage-profile.endpoint"
     ]
 
 
-def test_without_an_endpoint_the_aws_endpoints_of_the_region_are_declared(builder):
+def test_without_an_endpoint_the_aws_endpoints_of_the_region_are_declared():
     profile = {"flavor": "aws", "sts-enabled": True, "sts-role-arn": "arn:aws:iam::123456789012:role/r"}
-    assert declared(builder, profile) == {
+    assert declared(profile) == {
         "storage-profile.region (the AWS S3 endpoint)": "https://lakekeeper.s3.eu-central-1.amazonaws.com/",
         "storage-profile.region (the AWS STS endpoint)": "https://sts.eu-central-1.amazonaws.com/",
     }
@@ -65,8 +59,8 @@ def warehouse(profile: dict, version: int = 1):
     return SimpleNamespace(id="wh", version=version, storage_profile={**BASE, **profile}, storage_secret_id=None)
 
 
-async def test_storage_for_checks_the_endpoints_before_any_io(builder):
-    state = builder._state
+async def test_storage_for_checks_the_endpoints_before_any_io():
+    state = StorageBuilder()._state
     lookups: list[str] = []
 
     async def resolve(host, port):

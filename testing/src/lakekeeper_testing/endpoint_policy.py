@@ -8,12 +8,16 @@ that names an endpoint, how to put another host into it::
 
     class TestMyEndpointPolicy(StorageEndpointPolicy):
         @pytest.fixture
-        def endpoint_case(self, my_store_proxy, ...) -> EndpointCase:
+        def store_url(self, my_store) -> str:
+            return my_store.url  # the suite puts a counting proxy (store_proxy) in front of it
+
+        @pytest.fixture
+        def endpoint_case(self, store_proxy, ...) -> EndpointCase:
             return EndpointCase(
-                profile={..., "endpoint": f"http://{my_store_proxy.netloc}"},
+                profile={..., "endpoint": f"http://{store_proxy.netloc}"},
                 endpoint_fields={"storage-profile.endpoint": lambda url: ({..., "endpoint": url}, credential)},
-                allowed=(my_store_proxy.netloc,),
-                store_traffic=lambda: my_store_proxy.connections,
+                allowed=(store_proxy.netloc,),
+                store_traffic=lambda: store_proxy.connections,
             )
 
 The suite runs a catalog in this process (so it can swap the endpoint policy and stub the resolver)
@@ -29,13 +33,16 @@ The class name deliberately does not start with ``Test``: only the subclasses ar
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import ipaddress
 import socket
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import pytest
@@ -142,16 +149,12 @@ class PlainAnswer(_Listener):
             conn.close()
 
 
-class TellTaleServer:
-    """An HTTP server that answers every request with ``501`` and a distinctive body and header
-    (XML and JSON-ish both, so every SDK parses something out of it)."""
+class _AnsweringServer:
+    """A loopback HTTP server answering every request with ``status``, ``headers`` and ``body``."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: int, headers: Callable[[str], dict[str, str]], body: bytes = b""):
         self.requests: list[str] = []
         server = self
-        body = (
-            f'<?xml version="1.0"?><Error><Code>{TELL_TALE_CODE}</Code><Message>{TELL_TALE_BODY}</Message></Error>'
-        ).encode()
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self) -> None:
@@ -159,11 +162,9 @@ class TellTaleServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 if length:
                     self.rfile.read(length)
-                self.send_response(501)
-                self.send_header("X-Tell-Tale", TELL_TALE_HEADER)
-                self.send_header("x-ms-error-code", TELL_TALE_CODE)
-                self.send_header("Content-Type", "application/xml")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_response(status)
+                for name, value in {**headers(self.path), "Content-Length": str(len(body))}.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(body)
@@ -186,41 +187,48 @@ class TellTaleServer:
         self._server.server_close()
 
 
-class Redirector:
-    """An HTTP server that answers every request with a redirect to ``target`` (``host:port``)."""
+class TellTaleServer(_AnsweringServer):
+    """Answers every request with ``501`` and a distinctive body and headers (an S3-style XML error and
+    an Azure error code header, so every SDK parses something out of it)."""
+
+    def __init__(self) -> None:
+        body = f'<?xml version="1.0"?><Error><Code>{TELL_TALE_CODE}</Code><Message>{TELL_TALE_BODY}</Message></Error>'
+        headers = {
+            "X-Tell-Tale": TELL_TALE_HEADER,
+            "x-ms-error-code": TELL_TALE_CODE,
+            "Content-Type": "application/xml",
+        }
+        super().__init__(501, lambda path: headers, body.encode())
+
+
+class Redirector(_AnsweringServer):
+    """Answers every request with a redirect to the same path on ``target`` (``host:port``)."""
 
     def __init__(self, target: str):
-        self.requests = 0
-        server = self
+        super().__init__(307, lambda path: {"Location": f"http://{target}{path}", "x-amz-bucket-region": "us-west-2"})
 
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                server.requests += 1
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                self.send_response(307)
-                self.send_header("Location", f"http://{target}{self.path}")
-                self.send_header("x-amz-bucket-region", "us-west-2")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
 
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _answer  # noqa: N815 - the http.server API
+@contextlib.contextmanager
+def proxied(url: str) -> Iterator[TcpProxy]:
+    """A ``TcpProxy`` to the host and port of ``url`` (a local store), closed afterwards."""
+    upstream = urlsplit(url)
+    proxy = TcpProxy((upstream.hostname or "127.0.0.1", upstream.port or 80))
+    try:
+        yield proxy
+    finally:
+        proxy.close()
 
-            def log_message(self, *args: Any) -> None:
-                pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+@functools.cache
+def _builder() -> Any:
+    from lakekeeper_testing.storage_conformance import StorageBuilder
 
-    @property
-    def netloc(self) -> str:
-        return f"127.0.0.1:{self.port}"
+    return StorageBuilder()
 
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+
+def declared_endpoints(profile: dict[str, Any], credential: dict[str, Any] | None) -> dict[str, str]:
+    """{field: url} of the endpoints a storage built from this JSON declares (built as the server does; no IO)."""
+    return {endpoint.field: endpoint.url for endpoint in _builder().build(profile, credential).endpoints()}
 
 
 # "http(s)://host:port" -> (storage-profile JSON, storage-credential JSON or None) with that endpoint
@@ -334,6 +342,12 @@ class StorageEndpointPolicy:
     """The endpoint policy suite (see the module docstring)."""
 
     @pytest.fixture
+    def store_proxy(self, store_url: str) -> Iterator[TcpProxy]:
+        """A counting proxy in front of the plugin's local store (its ``store_url`` fixture)."""
+        with proxied(store_url) as proxy:
+            yield proxy
+
+    @pytest.fixture
     async def catalog(self, endpoint_case: EndpointCase, tmp_path) -> AsyncIterator[CatalogInProcess]:
         from lakekeeper_host.app import create_app
         from lakekeeper_host.config import load_settings
@@ -429,21 +443,26 @@ class StorageEndpointPolicy:
             update: dict[str, Any] = {"storage-profile": profile}
             if credential is not None:
                 update["storage-credential"] = credential
-            status, body = await catalog.call("POST", f"{MGMT}/warehouse/{warehouse}/storage", update)
-            messages.append(_refused(status, body, field_name))
-            path = f"{MGMT}/warehouse/{warehouse}/storage/validate-profile"
-            status, report = await catalog.call("POST", path, update)
-            assert status == 200
-            messages.append(_report_refused(report, field_name))
+            messages += await self._route_and_dry_run(
+                catalog, warehouse, "storage", "validate-profile", update, field_name
+            )
             if field_name.startswith("storage-credential"):
                 change = {"new-storage-credential": credential}
-                status, body = await catalog.call("POST", f"{MGMT}/warehouse/{warehouse}/storage-credential", change)
-                messages.append(_refused(status, body, field_name))
-                path = f"{MGMT}/warehouse/{warehouse}/storage/validate-credential"
-                status, report = await catalog.call("POST", path, change)
-                assert status == 200
-                messages.append(_report_refused(report, field_name))
+                messages += await self._route_and_dry_run(
+                    catalog, warehouse, "storage-credential", "validate-credential", change, field_name
+                )
         return messages
+
+    @staticmethod
+    async def _route_and_dry_run(
+        catalog: CatalogInProcess, warehouse: str, route: str, dry_run: str, body: dict[str, Any], field_name: str
+    ) -> list[str]:
+        """``POST /warehouse/{id}/<route>`` refuses ``body`` with a 400, its ``storage/<dry_run>`` in the report."""
+        status, answer = await catalog.call("POST", f"{MGMT}/warehouse/{warehouse}/{route}", body)
+        refused = _refused(status, answer, field_name)
+        status, report = await catalog.call("POST", f"{MGMT}/warehouse/{warehouse}/storage/{dry_run}", body)
+        assert status == 200, report
+        return [refused, _report_refused(report, field_name)]
 
     # ------------------------------------------------------------ link-local and metadata addresses
 
@@ -512,11 +531,11 @@ class StorageEndpointPolicy:
         redirector = Redirector(trap.netloc)  # an allowed endpoint that points elsewhere
         try:
             for field_name in fields:
-                before = redirector.requests
+                before = len(redirector.requests)
                 status, body = await catalog.create_warehouse(
                     *endpoint_case.endpoint_fields[field_name](f"http://{redirector.netloc}")
                 )
-                assert redirector.requests > before, f"{field_name}: nothing reached the redirecting server"
+                assert len(redirector.requests) > before, f"{field_name}: nothing reached the redirecting server"
                 assert status == 400, body
             assert trap.connections == 0, "a redirect was followed"
         finally:

@@ -176,14 +176,17 @@ class SourceToken:
     def __init__(self, credentials: Any):
         self.credentials = credentials
         self._lock = threading.Lock()
+        self._request: Any = None
 
     def get(self) -> str:
-        import requests
-        from google.auth.transport.requests import Request
-
         with self._lock:
             if not self.credentials.valid:
-                self.credentials.refresh(Request(no_redirects(requests.Session())))
+                if self._request is None:
+                    import requests
+                    from google.auth.transport.requests import Request
+
+                    self._request = Request(no_redirects(requests.Session()))
+                self.credentials.refresh(self._request)
             return self.credentials.token
 
     async def get_async(self) -> str:
