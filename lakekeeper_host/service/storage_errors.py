@@ -100,6 +100,30 @@ def http_failure(status: int) -> StorageFailure:
     return StorageFailure.UNEXPECTED_RESPONSE
 
 
+def answer_error(
+    answer: BaseException,
+    status: int | None,
+    location: str,
+    *,
+    not_found: bool = False,
+    denied: bool = False,
+    code: str | None = None,
+    known_codes: Collection[str] = (),
+    note: str | None = None,
+) -> OSError:
+    """``storage_error`` for a store that answered: not found and access denied by the status (or, with
+    ``not_found``/``denied``, by what the SDK says: an exception type, an error code), any other status
+    by ``http_failure``. The full ``answer`` goes to the log (not found at debug level: it is routine)."""
+    if not_found or status == 404:
+        failure = StorageFailure.NOT_FOUND
+    elif denied or status in (401, 403):
+        failure = StorageFailure.ACCESS_DENIED
+    else:
+        failure = http_failure(status) if status is not None else StorageFailure.UNEXPECTED_RESPONSE
+    log.log(logging.DEBUG if failure is StorageFailure.NOT_FOUND else logging.INFO, "%s: %r", location, answer)
+    return storage_error(failure, location, status=status, code=code, known_codes=known_codes, note=note)
+
+
 def storage_error(
     failure: StorageFailure,
     location: str,

@@ -42,13 +42,7 @@ from lakekeeper_host.service.storage import (
     VendedAccess,
     is_sublocation,
 )
-from lakekeeper_host.service.storage_errors import (
-    StorageFailure,
-    http_failure,
-    network_error,
-    network_failure,
-    storage_error,
-)
+from lakekeeper_host.service.storage_errors import answer_error, network_error, network_failure
 from lakekeeper_storage_adls.locations import (
     ALTERNATIVE_SCHEMES,
     CANONICAL_SCHEME,
@@ -119,19 +113,21 @@ def os_error(exc: Exception, location: str, *, note: str | None = None) -> OSErr
     """Azure SDK errors as the OSError family the host expects from every storage, in words that
     quote nothing the endpoint answered (``storage_errors``); the full error goes to the log."""
     status = getattr(exc, "status_code", None)
-    code = getattr(exc, "error_code", None)
-    if status is None and network_failure(exc) is not None:  # no answer at all (a token request's too)
+    not_found = isinstance(exc, ResourceNotFoundError)
+    denied = isinstance(exc, ClientAuthenticationError)
+    # no answer at all (a token request's neither): a network failure, or one we cannot name
+    if not isinstance(status, int) and (network_failure(exc) is not None or not (not_found or denied)):
         return network_error(exc, location, note=note)
-    if isinstance(exc, ResourceNotFoundError) or status == 404:
-        failure = StorageFailure.NOT_FOUND
-    elif isinstance(exc, ClientAuthenticationError) or status in (401, 403):
-        failure = StorageFailure.ACCESS_DENIED
-    elif isinstance(status, int):
-        failure = http_failure(status)
-    else:
-        return network_error(exc, location, note=note)
-    log.log(logging.DEBUG if failure is StorageFailure.NOT_FOUND else logging.INFO, "ADLS %s: %s", location, exc)
-    return storage_error(failure, location, status=status, code=code, known_codes=KNOWN_CODES, note=note)
+    return answer_error(
+        exc,
+        status if isinstance(status, int) else None,
+        location,
+        not_found=not_found,
+        denied=denied,
+        code=getattr(exc, "error_code", None),
+        known_codes=KNOWN_CODES,
+        note=note,
+    )
 
 
 def sas_permissions(permission: StoragePermission, *, directory: bool) -> str:

@@ -28,7 +28,7 @@ from lakekeeper_host.service.storage import (
 )
 from lakekeeper_host.service.storage_errors import (
     StorageFailure,
-    http_failure,
+    answer_error,
     network_error,
     network_failure,
     storage_error,
@@ -110,14 +110,8 @@ def os_error(exc: Exception, location: str, credential_field: str) -> OSError:
             note=f"{credential_field} was not accepted",
         )
     if isinstance(exc, api.GoogleAPICallError) and isinstance(exc.code, int):
-        if isinstance(exc, api.NotFound):
-            failure = StorageFailure.NOT_FOUND
-        elif isinstance(exc, (api.Forbidden, api.Unauthorized)):
-            failure = StorageFailure.ACCESS_DENIED
-        else:
-            failure = http_failure(exc.code)
-        log.log(logging.DEBUG if failure is StorageFailure.NOT_FOUND else logging.INFO, "GCS %s: %s", location, exc)
-        return storage_error(failure, location, status=exc.code)
+        denied = isinstance(exc, (api.Forbidden, api.Unauthorized))
+        return answer_error(exc, exc.code, location, not_found=isinstance(exc, api.NotFound), denied=denied)
     return network_error(exc, location)
 
 

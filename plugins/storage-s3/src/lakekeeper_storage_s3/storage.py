@@ -34,7 +34,7 @@ from lakekeeper_host.service.storage import (
     VendedAccess,
     is_sublocation,
 )
-from lakekeeper_host.service.storage_errors import StorageFailure, http_failure, network_error, storage_error
+from lakekeeper_host.service.storage_errors import answer_error, network_error
 from lakekeeper_storage_s3 import signing
 from lakekeeper_storage_s3.cache import CredentialCache, VendedCredential
 from lakekeeper_storage_s3.locations import InvalidS3Location, S3Location, canonical, scheme_of
@@ -87,14 +87,15 @@ def os_error(exc: Exception, location: str) -> OSError:
     if isinstance(exc, ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if code in _NOT_FOUND or status == 404:
-            failure = StorageFailure.NOT_FOUND
-        elif code in _DENIED or status in (401, 403):
-            failure = StorageFailure.ACCESS_DENIED
-        else:
-            failure = http_failure(status) if isinstance(status, int) else StorageFailure.UNEXPECTED_RESPONSE
-        log.log(logging.DEBUG if failure is StorageFailure.NOT_FOUND else logging.INFO, "S3 %s: %s", location, exc)
-        return storage_error(failure, location, status=status, code=code, known_codes=KNOWN_CODES)
+        return answer_error(
+            exc,
+            status if isinstance(status, int) else None,
+            location,
+            not_found=code in _NOT_FOUND,
+            denied=code in _DENIED,
+            code=code,
+            known_codes=KNOWN_CODES,
+        )
     return network_error(exc, location)
 
 
