@@ -161,6 +161,9 @@ def cmd_serve(settings: Settings, args) -> int:
         settings = load_settings(config_file=args.config, overrides={"debug": {"migrate_before_serve": "true"}})
     settings.force_start = args.force_start
     ensure_can_listen(settings.bind_ip, settings.host.listen_port)
+    from lakekeeper_host.service.endpoints import EndpointPolicy
+
+    EndpointPolicy.from_settings(settings.host)  # an invalid pattern: one line now, not a failed startup
     return serve(settings, _plugin_manager(settings))
 
 

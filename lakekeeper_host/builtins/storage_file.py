@@ -28,11 +28,12 @@ from lakekeeper_host.config import Settings
 from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.registry import BuildContext, StorageSpec
+from lakekeeper_host.service.endpoints import StorageEndpoint
 from lakekeeper_host.service.storage import (
     StoragePermission,
     TableAccessRequest,
     TableConfig,
-    ValidationCheck,
+    ValidationProbes,
     is_sublocation,
     join_location,
 )
@@ -234,20 +235,14 @@ class FileStorage:
     def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:
         return {}
 
-    async def validate(self, *, vending: bool = True) -> list[ValidationCheck]:
-        probe = join_location(self._base, f".lakekeeper-validation-{new_id()}", "metadata", "test")
-        checks = []
-        try:
-            await self.write(probe, b"test")
-            if await self.read(probe) != b"test":
-                raise OSError("read back different content")
-            await self.delete(probe)
-            await self.delete_prefix(probe.rsplit("/", 2)[0])
-            checks.append(ValidationCheck("lakekeeper-read-write", "passed"))
-        except OSError as exc:
-            checks.append(ValidationCheck("lakekeeper-read-write", "failed", f"{type(exc).__name__}: {exc}"))
-        checks.append(ValidationCheck("vended-credentials-issued", "skipped", "file storage vends no credentials"))
-        return checks
+    def endpoints(self) -> tuple[StorageEndpoint, ...]:
+        return ()  # local files only
+
+    def validation_probes(self) -> ValidationProbes:
+        return ValidationProbes(connect=self._connect, no_vending_reason="file storage vends no credentials")
+
+    async def _connect(self) -> None:
+        return None
 
     def immutable_fields(self) -> tuple[str, ...]:
         return ("root",)

@@ -216,6 +216,12 @@ class HostConfig:
     maintenance_mode: str = field(default="off", validator=validators.in_(("off", "read-only")))
     # skip the storage probes on warehouse creation
     skip_storage_validation: bool = False
+    # storage endpoints warehouses may use (comma-separated or JSON list of host, *.domain, host:port,
+    # IP, [IPv6]:port and CIDR patterns); unset: any endpoint (docs/security.md, "Storage endpoints")
+    # example: minio.internal:9000,10.0.0.0/8,*.amazonaws.com
+    allowed_storage_endpoints: tuple[str, ...] = ()
+    # refuse storage endpoints that are, or resolve to, link-local or cloud metadata addresses
+    block_link_local_storage_endpoints: bool = True
     # system identities (Lakekeeper §4.2): reported by GET /management/v1/info; the storage plugins
     # read the same keys to allow `*-system-identity` credentials
     enable_aws_system_credentials: bool = False

@@ -17,6 +17,7 @@ from lakekeeper_host.serde import WIRE, structure_body
 from lakekeeper_host.service.authz import Actor, Authorizer
 from lakekeeper_host.service.contracts import ContractCheckers
 from lakekeeper_host.service.endpoint_stats import EndpointStatsBuffer
+from lakekeeper_host.service.endpoints import EndpointPolicy, Resolver, check_endpoints, resolve_host
 from lakekeeper_host.service.events import EventDispatcher
 from lakekeeper_host.service.secrets import Secrets
 from lakekeeper_host.service.storage import Storage
@@ -45,6 +46,11 @@ class AppState:
     server_id: str | None = None
     # (warehouse id, warehouse version) -> Storage; profiles are immutable per version
     _storage_cache: dict[tuple[str, int], Storage] = field(factory=dict)
+    # the cached storages whose endpoints passed the endpoint policy
+    _endpoints_checked: set[tuple[str, int]] = field(factory=set)
+    # which storage endpoints warehouses may use (default: from the settings); tests may swap both
+    endpoint_policy: EndpointPolicy | None = None
+    resolve_host: Resolver = resolve_host
     # process wiring, set by runtime/lifecycle.py at startup
     metrics: Metrics | None = None
     authenticator: Authenticator | None = None  # None: authentication disabled
@@ -54,6 +60,15 @@ class AppState:
     # per-process memory of the server layer
     scan_plans: dict[str, asyncio.Task] = field(factory=dict)  # asynchronous scan plans still running
     provisioned_users: dict[str, float] = field(factory=dict)  # user id -> when last registered on /config
+
+    def __attrs_post_init__(self) -> None:
+        if self.endpoint_policy is None:
+            self.endpoint_policy = EndpointPolicy.from_settings(self.settings.host)
+
+    def set_endpoint_policy(self, policy: EndpointPolicy) -> None:
+        """Replace the endpoint policy; every storage is checked against it again before its next IO."""
+        self.endpoint_policy = policy
+        self._endpoints_checked.clear()
 
     def build_context(self) -> BuildContext:
         return BuildContext(settings=self.settings, db=self.store, server_id=self.server_id)
@@ -103,12 +118,28 @@ class AppState:
             raise CatalogError(500, "InternalServerError", "storage plugin missing")
         return spec.factory(profile, credential, self.build_context())
 
-    async def storage_for(self, warehouse: Any) -> Storage:
-        """The storage of a warehouse row (cached per warehouse version)."""
+    async def check_endpoints(self, storage: Storage) -> None:
+        """400 ``StorageEndpointNotAllowed`` unless every endpoint of ``storage`` passes the policy."""
+        assert self.endpoint_policy is not None
+        await check_endpoints(storage.endpoints(), self.endpoint_policy, self.resolve_host)
+
+    async def storage_for(self, warehouse: Any, *, io: bool = True) -> Storage:
+        """The storage of a warehouse row (cached per warehouse version).
+
+        With ``io`` (the default) its endpoints have passed the endpoint policy, so it may connect;
+        ``io=False`` is for location arithmetic only (comparing base locations, immutable fields).
+        """
         key = (warehouse.id, warehouse.version)
-        cached = self._storage_cache.get(key)
-        if cached is not None:
-            return cached
+        storage = self._storage_cache.get(key)
+        if storage is None:
+            storage = await self._build_for(warehouse)
+        if io and key not in self._endpoints_checked:
+            await self.check_endpoints(storage)
+            self._endpoints_checked.add(key)
+        return storage
+
+    async def _build_for(self, warehouse: Any) -> Storage:
+        key = (warehouse.id, warehouse.version)
         profile_json = warehouse.storage_profile
         if isinstance(profile_json, str):
             profile_json = json.loads(profile_json)
@@ -120,5 +151,6 @@ class AppState:
         storage = self.build_storage(profile, credential)
         for old in [k for k in self._storage_cache if k[0] == warehouse.id]:
             self._storage_cache.pop(old)
+            self._endpoints_checked.discard(old)
         self._storage_cache[key] = storage
         return storage

@@ -2,16 +2,22 @@
 
 A plugin's ``StorageSpec.factory(profile, credential, ctx)`` returns a ``Storage`` for one
 warehouse. The host does all metadata IO, location checks, purges and credential vending
-through it, so a new cloud is one plugin.
+through it, so a new cloud is one plugin. Building a storage does no IO: the host first checks the
+URLs it declares (``Storage.endpoints()``, ``service/endpoints.py``), and validates a new profile with
+its own probe sequence, into which the storage plugs ``validation_probes()``
+(``service/storage_validation.py``). Errors that come from a store say what failed without quoting it
+(``service/storage_errors.py``).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
+
+from lakekeeper_host.service.endpoints import StorageEndpoint
 
 
 class StoragePermission(enum.Enum):
@@ -92,6 +98,43 @@ class ValidationCheck:
     message: str | None = None
 
 
+async def _nothing_to_close() -> None:
+    return None
+
+
+@frozen
+class VendedAccess:
+    """Object IO with nothing but the credentials vended for one location: what a table's client holds.
+
+    ``write``/``read``/``delete`` raise ``PermissionError`` when the store refuses the request and
+    another ``OSError`` (``storage_error``) for any other failure.
+    """
+
+    write: Callable[[str, bytes], Awaitable[None]]
+    read: Callable[[str], Awaitable[bytes]]
+    delete: Callable[[str], Awaitable[None]]
+    close: Callable[[], Awaitable[None]] = _nothing_to_close
+    # why the scope check does not apply (credentials for a whole container, say); None: it does
+    scope_not_checked: str | None = None
+    # reported as "skipped" with this reason, instead of failed, when the store accepted a write
+    # outside the vended location (an emulator that checks no tokens); None: that write fails validation
+    scope_unenforced_reason: str | None = None
+
+
+@frozen
+class ValidationProbes:
+    """What a storage plugin hands the host's validation sequence (``storage_validation.validate_storage``)."""
+
+    # build the clients; raising fails ``storage-client-initialized`` (raise a CatalogError with your own words)
+    connect: Callable[[], Awaitable[None]]
+    # issue read-write-delete credentials for a location; None when the profile vends none
+    vend: Callable[[str], Awaitable[VendedAccess]] | None = None
+    # why nothing is vended (when ``vend`` is None)
+    no_vending_reason: str = "this storage vends no credentials"
+    # the plugin's words for a failed probe of Lakekeeper's own IO at a location (e.g. the field to fix)
+    explain: Callable[[OSError, str], str] | None = None
+
+
 @runtime_checkable
 class Storage(Protocol):
     """One warehouse's storage: locations, object IO and credential vending."""
@@ -129,8 +172,13 @@ class Storage(Protocol):
     def catalog_defaults(self, *, soft_delete_enabled: bool) -> dict[str, str]:
         """Extra ``defaults`` for ``GET /config`` (e.g. ``s3.delete-enabled``)."""
 
-    async def validate(self, *, vending: bool = True) -> list[ValidationCheck]:
-        """Probe the storage: write, read, delete a test object (and vended-credential scope)."""
+    def endpoints(self) -> Sequence[StorageEndpoint]:
+        """Every URL this storage connects to, each with the profile or credential field (or the
+        setting) it comes from. The host checks them against the operator's endpoint policy
+        (``service/endpoints.py``) before the storage does any IO; a URL left out is a hole in it."""
+
+    def validation_probes(self) -> ValidationProbes:
+        """The store-specific parts of the host's validation sequence (``service/storage_validation.py``)."""
 
     def immutable_fields(self) -> tuple[str, ...]:
         """Profile fields that may not change when the profile is replaced."""

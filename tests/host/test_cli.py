@@ -41,6 +41,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) 
         ({"LAKEKEEPER__PG_DATABASE_URL_WRITE": "postgresql://u@h:notaport/db"}, "LAKEKEEPER__PG_DATABASE_URL_WRITE"),
         ({"LAKEKEEPER__PG_HOST_W": "db.example"}, "LAKEKEEPER__PG_DATABASE"),
         ({"LAKEKEEPER__STRICT_CONFIG": "true", "LAKEKEEPER__LISTEN_PROT": "1"}, "LAKEKEEPER__LISTEN_PROT"),
+        ({"LAKEKEEPER__ALLOWED_STORAGE_ENDPOINTS": "10.0.0.0/40"}, "LAKEKEEPER__ALLOWED_STORAGE_ENDPOINTS"),
     ],
 )
 def test_bad_config_is_one_line_naming_the_variable(env, variable, tmp_path):

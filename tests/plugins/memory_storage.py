@@ -8,7 +8,7 @@ from attrs import frozen
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.registry import StorageSpec
-from lakekeeper_host.service.storage import TableConfig, ValidationCheck, is_sublocation
+from lakekeeper_host.service.storage import TableConfig, ValidationProbes, is_sublocation
 
 _OBJECTS: dict[str, dict[str, bytes]] = {}
 
@@ -67,8 +67,14 @@ class MemoryStorage:
     def catalog_defaults(self, *, soft_delete_enabled):
         return {}
 
-    async def validate(self, *, vending=True):
-        return [ValidationCheck("lakekeeper-read-write", "passed")]
+    def endpoints(self):
+        return ()
+
+    def validation_probes(self):
+        async def connect():
+            return None
+
+        return ValidationProbes(connect=connect)
 
     def immutable_fields(self):
         return ("bucket",)

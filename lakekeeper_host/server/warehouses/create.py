@@ -14,9 +14,9 @@ from lakekeeper_host.server.authorize import authorize, created, is_instance_adm
 from lakekeeper_host.server.projects import project_not_found
 from lakekeeper_host.server.warehouses.validation import (
     CheckReport,
-    _build_storage,
-    _storage_checks,
+    build_candidate_storage,
     check_location_exclusive,
+    run_storage_checks,
     validate_delete_profile,
     validate_format_versions,
     validate_warehouse_name,
@@ -47,8 +47,10 @@ async def creation_report(
     report = CheckReport()
     built: dict[str, Any] = {}
 
-    def well_formed() -> None:
-        built["profile"], built["storage"] = _build_storage(state, request.storage_profile, request.storage_credential)
+    async def well_formed() -> None:
+        built["profile"], built["storage"] = await build_candidate_storage(
+            state, request.storage_profile, request.storage_credential
+        )
 
     profile_ok = await report.run("profile-well-formed", well_formed)
     report.skip("profile-compatible", "Only applies when updating an existing warehouse.")
@@ -81,7 +83,7 @@ async def creation_report(
                 )
 
     await report.run("managed-by-allowed", managed_by_allowed)
-    await _storage_checks(state, report, built.get("storage"), prerequisite=profile_ok)
+    await run_storage_checks(state, report, built.get("storage"), prerequisite=profile_ok)
     return report, built.get("profile"), None
 
 

@@ -12,11 +12,11 @@ from lakekeeper_host.server.authorize import authorize_warehouse
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.server.warehouses.validation import (
     CheckReport,
-    _build_storage,
-    _storage_checks,
+    build_candidate_storage,
     check_immutable,
     check_location_exclusive,
     merge_profile,
+    run_storage_checks,
 )
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -49,13 +49,13 @@ async def _update_report(
     report = CheckReport()
     built: dict[str, Any] = {}
 
-    def well_formed() -> None:
-        built["profile"], built["storage"] = _build_storage(state, profile_json, credential_json)
+    async def well_formed() -> None:
+        built["profile"], built["storage"] = await build_candidate_storage(state, profile_json, credential_json)
 
     profile_ok = await report.run("profile-well-formed", well_formed)
     if compare:
         if profile_ok:
-            old_storage = await state.storage_for(warehouse)
+            old_storage = await state.storage_for(warehouse, io=False)
             await report.run(
                 "profile-compatible",
                 lambda: check_immutable(
@@ -80,7 +80,7 @@ async def _update_report(
     report.checks.append({"name": "spec-mutable", "status": "passed", "duration-ms": 0})
     report.skip("format-version-policy-consistent", "Only applies when creating a warehouse.")
     report.skip("managed-by-allowed", "Only applies when creating a warehouse.")
-    await _storage_checks(state, report, built.get("storage"), prerequisite=profile_ok)
+    await run_storage_checks(state, report, built.get("storage"), prerequisite=profile_ok)
     return report, built.get("profile")
 
 
@@ -160,5 +160,5 @@ async def validate_access(state: AppState, meta: RequestMetadata, warehouse_id: 
     report.checks.append({"name": "spec-mutable", "status": "passed", "duration-ms": 0})
     report.skip("format-version-policy-consistent", "Only applies when creating a warehouse.")
     report.skip("managed-by-allowed", "Only applies when creating a warehouse.")
-    await _storage_checks(state, report, storage.get("s"), prerequisite=ok)
+    await run_storage_checks(state, report, storage.get("s"), prerequisite=ok)
     return report.to_json()

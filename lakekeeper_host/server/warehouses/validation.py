@@ -15,18 +15,9 @@ from lakekeeper_host.serde import kebab
 from lakekeeper_host.server.namespaces.layout import validate_storage_layout
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.service.storage import Storage, ValidationCheck, is_sublocation
+from lakekeeper_host.service.storage_validation import PREREQUISITE_FAILED, STORAGE_CHECKS, validate_storage
 from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.warehouses import WarehouseRow
-
-STORAGE_CHECKS = (
-    "storage-client-initialized",
-    "lakekeeper-read-write",
-    "vended-credentials-issued",
-    "vended-credentials-read-write",
-    "vended-credentials-scope-enforced",
-    "cleanup",
-)
-
 
 # profile keys that keep their previous value when a replacement profile omits them
 STICKY_PROFILE_KEYS = ("storage-layout", "allow-alternative-protocols")
@@ -139,41 +130,33 @@ class CheckReport:
         return {"valid": self.valid, "checks": self.checks}
 
 
-async def _storage_checks(state: AppState, report: CheckReport, storage: Storage | None, *, prerequisite: bool) -> None:
-    """``storage-client-initialized`` and the plugin's physical probes."""
+async def run_storage_checks(
+    state: AppState, report: CheckReport, storage: Storage | None, *, prerequisite: bool
+) -> None:
+    """The storage probes (``service/storage_validation.py``), unless disabled or a prerequisite failed."""
     if state.settings.host.skip_storage_validation:
         for name in STORAGE_CHECKS:
             report.skip(name, "Storage validation is disabled (LAKEKEEPER__SKIP_STORAGE_VALIDATION=true)")
         return
     if storage is None or not prerequisite:
         for name in STORAGE_CHECKS:
-            report.skip(name, "A prerequisite check failed")
+            report.skip(name, PREREQUISITE_FAILED)
         return
-    report.checks.append({"name": "storage-client-initialized", "status": "passed", "duration-ms": 0})
     started = time.perf_counter()
-    try:
-        results = await storage.validate()
-    except Exception as exc:  # a broken plugin probe is a failed check, not a 500
-        results = [ValidationCheck("lakekeeper-read-write", "failed", f"{type(exc).__name__}: {exc}")]
+    results = await validate_storage(storage)
     elapsed = int((time.perf_counter() - started) * 1000)
-    seen = set()
     for check in results:
-        seen.add(check.name)
         report.add(check, elapsed)
-    for name in STORAGE_CHECKS[1:]:
-        if name in seen:
-            continue
-        if name == "cleanup" and "lakekeeper-read-write" in seen:
-            report.skip(name, f"The {storage.storage_type} storage removes its probe within lakekeeper-read-write")
-        else:
-            report.skip(name, f"Not applicable to {storage.storage_type} storage")
 
 
-def _build_storage(state: AppState, profile_json: Any, credential_json: Any) -> tuple[Any, Storage]:
+async def build_candidate_storage(state: AppState, profile_json: Any, credential_json: Any) -> tuple[Any, Storage]:
+    """The storage a request asks for, built (no IO) and with its endpoints checked against the policy."""
     profile = state.parse_profile(profile_json)
     validate_storage_layout(profile_json.get("storage-layout"))
     credential = state.parse_credential(profile_json["type"], credential_json)
-    return profile, state.build_storage(profile, credential)
+    storage = state.build_storage(profile, credential)
+    await state.check_endpoints(storage)
+    return profile, storage
 
 
 async def check_location_exclusive(
@@ -188,7 +171,7 @@ async def check_location_exclusive(
         if other.id == exclude:
             continue
         try:
-            other_storage = await state.storage_for(other)
+            other_storage = await state.storage_for(other, io=False)
         except CatalogError:
             continue
         if other_storage.storage_type != storage.storage_type:

@@ -15,6 +15,7 @@ from azure.core.exceptions import HttpResponseError
 
 from lakekeeper_host.serde import structure_body
 from lakekeeper_host.service.storage import DataAccess, StoragePermission, TableAccessRequest
+from lakekeeper_host.service.storage_validation import validate_storage
 from lakekeeper_storage_adls import AdlsCredential, AdlsProfile, AdlsStorage, AdlsStorageConfig
 
 
@@ -104,7 +105,7 @@ async def test_nothing_is_vended_for_client_managed_access_or_without_sas(
     assert (await storage.table_config(request(table, access=DataAccess.NONE))).storage_credentials
     off = build(adls_profile(azurite, key_prefix, **{"sas-enabled": False}), shared_key_credential(azurite))
     assert not (await off.table_config(request(table))).storage_credentials
-    checks = {c.name: c.status for c in await off.validate()}
+    checks = {c.name: c.status for c in await validate_storage(off)}
     assert checks["vended-credentials-issued"] == "skipped" and checks["lakekeeper-read-write"] == "passed"
     await storage.close()
     await off.close()
@@ -215,7 +216,7 @@ async def test_directory_sas_is_what_lakekeeper_signs_but_azurite_cannot_check(
         assert fields["sr"] == "d"
         assert fields["sdd"] == "3"  # <key-prefix>/ns/orders
         assert set(fields["sp"]) == set("rl")
-        checks = {c.name: c for c in await storage.validate()}
+        checks = {c.name: c for c in await validate_storage(storage)}
         assert checks["lakekeeper-read-write"].status == "passed"
         assert checks["vended-credentials-read-write"].status == "failed"
         assert "hierarchical namespace" in checks["vended-credentials-read-write"].message
@@ -231,7 +232,7 @@ async def test_a_missing_filesystem_fails_validation_naming_the_field(
         adls_profile(azurite, key_prefix, filesystem=f"missing-{uuid.uuid4().hex[:8]}"), shared_key_credential(azurite)
     )
     try:
-        checks = {c.name: c for c in await storage.validate()}
+        checks = {c.name: c for c in await validate_storage(storage)}
         assert checks["lakekeeper-read-write"].status == "failed"
         assert "storage-profile.filesystem" in checks["lakekeeper-read-write"].message
     finally:

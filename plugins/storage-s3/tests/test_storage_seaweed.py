@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 
 from lakekeeper_host.serde import structure_body
 from lakekeeper_host.service.storage import DataAccess, StoragePermission, TableAccessRequest
+from lakekeeper_host.service.storage_validation import validate_storage
 from lakekeeper_storage_s3 import CredentialCache, S3Credential, S3Profile, S3Storage, S3StorageConfig
 
 pytestmark = pytest.mark.s3
@@ -61,7 +62,7 @@ async def vend(storage: S3Storage, table: str, permission: StoragePermission) ->
 
 
 async def test_validation_passes_and_leaves_nothing_behind(seaweed, storage, key_prefix):
-    checks = {c.name: c for c in await storage().validate()}
+    checks = {c.name: c for c in await validate_storage(storage())}
     assert {name: c.status for name, c in checks.items()} == {
         "storage-client-initialized": "passed",
         "lakekeeper-read-write": "passed",
@@ -74,7 +75,7 @@ async def test_validation_passes_and_leaves_nothing_behind(seaweed, storage, key
 
 
 async def test_validation_without_sts_skips_vending(storage):
-    checks = {c.name: c.status for c in await storage(**{"sts-enabled": False}).validate()}
+    checks = {c.name: c.status for c in await validate_storage(storage(**{"sts-enabled": False}))}
     assert checks["lakekeeper-read-write"] == "passed"
     assert checks["vended-credentials-issued"] == "skipped"
 
@@ -85,14 +86,15 @@ async def test_validation_reports_wrong_keys(seaweed, s3_profile):
         {"credential-type": "access-key", "aws-access-key-id": seaweed.access_key, "aws-secret-access-key": "nope"},
         S3Credential,
     )
-    checks = {c.name: c for c in await S3Storage(profile, wrong, S3StorageConfig(), CredentialCache(1)).validate()}
+    storage = S3Storage(profile, wrong, S3StorageConfig(), CredentialCache(1))
+    checks = {c.name: c for c in await validate_storage(storage)}
     assert checks["lakekeeper-read-write"].status == "failed"
     assert "SignatureDoesNotMatch" in checks["lakekeeper-read-write"].message
     assert checks["vended-credentials-issued"].status == "failed"
 
 
 async def test_validation_reports_a_role_sts_cannot_assume(storage):
-    checks = {c.name: c for c in await storage(**{"sts-role-arn": "arn:aws:iam::role/missing"}).validate()}
+    checks = {c.name: c for c in await validate_storage(storage(**{"sts-role-arn": "arn:aws:iam::role/missing"}))}
     assert checks["lakekeeper-read-write"].status == "passed"
     assert checks["vended-credentials-issued"].status == "failed"
 

@@ -49,6 +49,7 @@ from lakekeeper_host.service.storage import (
     TableConfig,
     join_location,
 )
+from lakekeeper_host.service.storage_validation import validate_storage
 
 
 class VendedIO(Protocol):
@@ -299,7 +300,7 @@ class StorageConformance:
         assert await storage.delete_prefix(table_location) == 0
 
     async def test_validation_probe_passes_and_leaves_nothing(self, storage):
-        checks = await storage.validate()
+        checks = await validate_storage(storage)
         failed = [c for c in checks if c.status == "failed"]
         assert not failed, failed
         assert any(c.name == "lakekeeper-read-write" and c.status == "passed" for c in checks)
@@ -404,7 +405,7 @@ class StorageConformance:
             pytest.skip(f"{case.profile['type']} storage takes no credential")
         storage = builder.build(case.profile, case.rejected_credential)
         try:
-            checks = await storage.validate()
+            checks = await validate_storage(storage)
         finally:
             await storage.close()
         failed = [c for c in checks if c.status == "failed"]

@@ -2,7 +2,7 @@
 
 Profile ``{"type": "keyed", "root": "/abs/dir"}``, credential
 ``{"type": "keyed", "credential-type": "token", "token": "..."}``. The storage accepts a token equal
-to the content of ``<root>/.token`` -- so a test can "rotate" the key on the storage side.
+to the content of ``<root>/.token`` for reads and writes -- so a test can "rotate" the key on the storage side.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from attrs import frozen
 from lakekeeper_host import hookimpl
 from lakekeeper_host.builtins.storage_file import FileProfile, FileStorage
 from lakekeeper_host.registry import StorageSpec
-from lakekeeper_host.service.storage import ValidationCheck
 
 
 @frozen
@@ -38,11 +37,17 @@ class KeyedStorage(FileStorage):
         self.token = credential.token if credential else None
         self.root = profile.root
 
-    async def validate(self, *, vending: bool = True):
-        expected = (Path(self.root) / ".token").read_text().strip()
-        if self.token != expected:
-            return [ValidationCheck("lakekeeper-read-write", "failed", "token rejected by storage")]
-        return await super().validate(vending=vending)
+    def _check_token(self) -> None:
+        if self.token != (Path(self.root) / ".token").read_text().strip():
+            raise PermissionError("token rejected by storage")
+
+    async def write(self, location: str, data: bytes) -> None:
+        self._check_token()
+        await super().write(location, data)
+
+    async def read(self, location: str) -> bytes:
+        self._check_token()
+        return await super().read(location)
 
 
 @hookimpl

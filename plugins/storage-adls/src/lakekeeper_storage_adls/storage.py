@@ -32,15 +32,17 @@ from azure.storage.blob import (
 from azure.storage.blob.aio import BlobServiceClient, ContainerClient
 
 from lakekeeper_host.errors import CatalogError
+from lakekeeper_host.service.endpoints import StorageEndpoint
 from lakekeeper_host.service.storage import (
     DataAccess,
     StoragePermission,
     TableAccessRequest,
     TableConfig,
-    ValidationCheck,
+    ValidationProbes,
+    VendedAccess,
     is_sublocation,
 )
-from lakekeeper_host.store import new_id
+from lakekeeper_host.service.storage_errors import answer_error, network_error, network_failure
 from lakekeeper_storage_adls.locations import (
     ALTERNATIVE_SCHEMES,
     CANONICAL_SCHEME,
@@ -50,6 +52,7 @@ from lakekeeper_storage_adls.locations import (
     scheme_of,
 )
 from lakekeeper_storage_adls.model import (
+    DEFAULT_AUTHORITY_HOST,
     AdlsCredential,
     AdlsProfile,
     AdlsStorageConfig,
@@ -81,17 +84,50 @@ class StorageMisconfigured(CatalogError):
         super().__init__(400, "StorageMisconfigured", message)
 
 
-def os_error(exc: Exception, location: str) -> OSError:
-    """Azure SDK errors as the OSError family the host expects from every storage."""
-    code = getattr(exc, "error_code", None) or ""
+# Azure Storage and Entra ID error codes that may appear in a message: fixed words, never the
+# service's free text
+KNOWN_CODES = frozenset(
+    {
+        "AccountIsDisabled",
+        "AuthenticationFailed",
+        "AuthorizationFailure",
+        "AuthorizationPermissionMismatch",
+        "AuthorizationProtocolMismatch",
+        "AuthorizationResourceTypeMismatch",
+        "BlobNotFound",
+        "ContainerNotFound",
+        "FilesystemNotFound",
+        "InsufficientAccountPermissions",
+        "InvalidAuthenticationInfo",
+        "KeyBasedAuthenticationNotPermitted",
+        "NoAuthenticationInformation",
+        "OperationTimedOut",
+        "PathNotFound",
+        "ResourceNotFound",
+        "ServerBusy",
+    }
+)
+
+
+def os_error(exc: Exception, location: str, *, note: str | None = None) -> OSError:
+    """Azure SDK errors as the OSError family the host expects from every storage, in words that
+    quote nothing the endpoint answered (``storage_errors``); the full error goes to the log."""
     status = getattr(exc, "status_code", None)
-    first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    message = f"{code or type(exc).__name__}: {first_line} ({location})"
-    if isinstance(exc, ResourceNotFoundError) or status == 404:
-        return FileNotFoundError(message)
-    if isinstance(exc, ClientAuthenticationError) or status in (401, 403):
-        return PermissionError(message)
-    return OSError(message)
+    not_found = isinstance(exc, ResourceNotFoundError)
+    denied = isinstance(exc, ClientAuthenticationError)
+    # no answer at all (a token request's neither): a network failure, or one we cannot name
+    if not isinstance(status, int) and (network_failure(exc) is not None or not (not_found or denied)):
+        return network_error(exc, location, note=note)
+    return answer_error(
+        exc,
+        status if isinstance(status, int) else None,
+        location,
+        not_found=not_found,
+        denied=denied,
+        code=getattr(exc, "error_code", None),
+        known_codes=KNOWN_CODES,
+        note=note,
+    )
 
 
 def sas_permissions(permission: StoragePermission, *, directory: bool) -> str:
@@ -150,8 +186,36 @@ class AdlsStorage:
             return "storage-credential.client-secret"
         return "storage-credential (azure-system-identity)"
 
+    def endpoints(self) -> list[StorageEndpoint]:
+        """The Blob endpoint and, for credentials that get Entra ID tokens, the authority host."""
+        if self.profile.endpoint:
+            field_name = "storage-profile.endpoint"
+        elif self.profile.host:
+            field_name = "storage-profile.host"
+        else:
+            field_name = "storage-profile.account-name (the Azure Blob endpoint)"
+        found = [StorageEndpoint(field_name, self.profile.blob_endpoint)]
+        if isinstance(self.credential, (ClientCredentialsCredential, SystemIdentityCredential)):
+            authority = self.profile.authority_host
+            found.append(
+                StorageEndpoint("storage-profile.authority-host", authority)
+                if authority
+                else StorageEndpoint("storage-profile.authority-host (default)", DEFAULT_AUTHORITY_HOST)
+            )
+        return found
+
     def _client_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {"retry_total": 3, "connection_timeout": 10, "read_timeout": 60}
+        # Redirects are not followed: they could lead anywhere, past the endpoint policy. A request that
+        # could not be sent (connection refused, TLS, a name that does not resolve) is not retried: the
+        # Blob SDK waits 15 s, then 45 s, between tries, so validation would run into the request time
+        # limit instead of saying what failed. Answers (throttling, 5xx) are retried as before.
+        options: dict[str, Any] = {
+            "retry_total": 3,
+            "retry_connect": 0,
+            "connection_timeout": 10,
+            "read_timeout": 60,
+            "permit_redirects": False,
+        }
         if self.config.adls_ca_bundle:
             options["connection_verify"] = self.config.adls_ca_bundle
         return options
@@ -221,26 +285,35 @@ class AdlsStorage:
     # ------------------------------------------------------------------ object IO
 
     async def write(self, location: str, data: bytes) -> None:
-        path = self._blob_path(location)
-        await self._call(location, self._container().upload_blob(path.path, data, overwrite=True))
+        await self._upload(self._container(), location, data)
 
     async def read(self, location: str) -> bytes:
-        path = self._blob_path(location)
-
-        async def download() -> bytes:
-            stream = await self._container().download_blob(path.path)
-            return await stream.readall()
-
-        return await self._call(location, download())
+        return await self._download(self._container(), location)
 
     async def exists(self, location: str) -> bool:
         path = self._blob_path(location)
         return await self._call(location, self._container().get_blob_client(path.path).exists())
 
     async def delete(self, location: str) -> None:
+        await self._delete_blob(self._container(), location)
+
+    async def _upload(self, container: ContainerClient, location: str, data: bytes, note: str | None = None) -> None:
+        path = self._blob_path(location)
+        await self._call(location, container.upload_blob(path.path, data, overwrite=True), note=note)
+
+    async def _download(self, container: ContainerClient, location: str, note: str | None = None) -> bytes:
+        path = self._blob_path(location)
+
+        async def download() -> bytes:
+            stream = await container.download_blob(path.path)
+            return await stream.readall()
+
+        return await self._call(location, download(), note=note)
+
+    async def _delete_blob(self, container: ContainerClient, location: str, note: str | None = None) -> None:
         path = self._blob_path(location)
         try:
-            await self._call(location, self._container().delete_blob(path.path))
+            await self._call(location, container.delete_blob(path.path), note=note)
         except FileNotFoundError:
             pass  # already gone: what the caller wanted
 
@@ -295,11 +368,11 @@ class AdlsStorage:
             await remove(name)
         return len(files)
 
-    async def _call(self, location: str, operation: Any) -> Any:
+    async def _call(self, location: str, operation: Any, note: str | None = None) -> Any:
         try:
             return await operation
         except AzureError as exc:
-            raise os_error(exc, location) from exc
+            raise os_error(exc, location, note=note) from exc
 
     # ------------------------------------------------------------------ vended credentials
 
@@ -422,104 +495,45 @@ class AdlsStorage:
 
     # ------------------------------------------------------------------ validation
 
-    async def validate(self, *, vending: bool = True) -> list[ValidationCheck]:
-        """Lakekeeper's probe (§2.6) on a fresh location below the warehouse root."""
-        test_location = self._base.child(f"{self._base.dir_prefix}{new_id()}")
+    def validation_probes(self) -> ValidationProbes:
+        return ValidationProbes(
+            connect=self._connect,
+            vend=self._vended_access if self.profile.sas_enabled else None,
+            no_vending_reason="sas-enabled is false for this profile",
+            explain=self._explain,
+        )
+
+    async def _connect(self) -> None:
         try:
             self._service_client()
-        except (AzureError, ValueError) as exc:
-            return [ValidationCheck("storage-client-initialized", "failed", f"{type(exc).__name__}: {exc}")]
-        checks = [ValidationCheck("storage-client-initialized", "passed")]
-
-        async def direct() -> ValidationCheck:
-            probe = str(test_location.child(f"{test_location.path}/metadata/test"))
-            try:
-                await self.write(probe, b"test")
-                if await self.read(probe) != b"test":
-                    raise OSError("read back different content")
-                await self.delete(probe)
-            except OSError as exc:
-                return ValidationCheck("lakekeeper-read-write", "failed", self._explain(exc, probe))
-            return ValidationCheck("lakekeeper-read-write", "passed")
-
-        jobs = [direct()]
-        if vending and self.profile.sas_enabled:
-            jobs.append(self._validate_vending(test_location))
-        results = await asyncio.gather(*jobs)
-        checks.append(results[0])
-        if len(results) > 1:
-            checks.extend(results[1])
-        else:
-            reason = "sas-enabled is false for this profile" if not self.profile.sas_enabled else "not requested"
-            checks.append(ValidationCheck("vended-credentials-issued", "skipped", reason))
-        checks.append(await self._cleanup(test_location))
-        return checks
+        except (AzureError, ValueError) as exc:  # raised before any request: our own words
+            raise StorageMisconfigured(f"The Blob client cannot be created: {type(exc).__name__}: {exc}") from exc
 
     def _explain(self, exc: OSError, location: str) -> str:
         if isinstance(exc, PermissionError):
             return f"{self.credential_field} was refused by {self.profile.blob_endpoint}: {exc}"
         if isinstance(exc, FileNotFoundError) and "ContainerNotFound" in str(exc):
             return f"storage-profile.filesystem {self.profile.filesystem!r} does not exist: {exc}"
-        return f"{location}: {exc}"
+        return str(exc)
 
-    async def _validate_vending(self, test_location: AdlsLocation) -> list[ValidationCheck]:
-        sub_location = test_location.child(f"{test_location.path}/vended-test")
-        try:
-            token, _ = await self.sas_token(str(sub_location), StoragePermission.READ_WRITE_DELETE)
-        except CatalogError as exc:
-            return [ValidationCheck("vended-credentials-issued", "failed", exc.message)]
-        checks = [ValidationCheck("vended-credentials-issued", "passed")]
-        allowed = f"{sub_location.path}/metadata/vended/{new_id()}.gz.metadata.json"
-        forbidden = f"{test_location.path}/metadata/forbidden-write-test"
-        async with self.vended_container(token) as client:
-            try:
-                await client.upload_blob(allowed, b"test", overwrite=True)
-                body = await (await client.download_blob(allowed)).readall()
-                if body != b"test":
-                    raise OSError("read back different content")
-                await client.delete_blob(allowed)
-                checks.append(ValidationCheck("vended-credentials-read-write", "passed"))
-            except (AzureError, OSError) as exc:
-                hint = ""
-                if self.profile.sas_scope == "directory" and getattr(exc, "status_code", None) == 403:
-                    hint = (
-                        " (directory SAS need a storage account with hierarchical namespace; "
-                        "for other accounts set sas-scope to filesystem)"
-                    )
-                message = f"{os_error(exc, allowed) if isinstance(exc, AzureError) else exc}{hint}"
-                checks.append(ValidationCheck("vended-credentials-read-write", "failed", message))
-            if self.profile.sas_scope != "directory":
-                checks.append(
-                    ValidationCheck(
-                        "vended-credentials-scope-enforced",
-                        "skipped",
-                        "sas-scope is filesystem: vended SAS cover the whole filesystem, not one table",
-                    )
-                )
-                return checks
-            try:
-                await client.upload_blob(forbidden, b"forbidden-content", overwrite=True)
-            except AzureError:
-                checks.append(ValidationCheck("vended-credentials-scope-enforced", "passed"))
-            else:
-                await self.delete(str(test_location.child(forbidden)))
-                checks.append(
-                    ValidationCheck(
-                        "vended-credentials-scope-enforced",
-                        "failed",
-                        f"A SAS for {sub_location} could write to its parent {test_location}",
-                    )
-                )
-        return checks
-
-    async def _cleanup(self, test_location: AdlsLocation) -> ValidationCheck:
-        try:
-            await self.delete_prefix(str(test_location))
-            if not await self.is_empty(str(test_location)):
-                return ValidationCheck("cleanup", "failed", f"Files are left after cleanup in {test_location}")
-        except OSError as exc:
-            return ValidationCheck("cleanup", "failed", self._explain(exc, str(test_location)))
-        return ValidationCheck("cleanup", "passed")
+    async def _vended_access(self, location: str) -> VendedAccess:
+        token, _ = await self.sas_token(location, StoragePermission.READ_WRITE_DELETE)
+        client = self.vended_container(token)
+        directory = self.profile.sas_scope == "directory"
+        hint = (
+            "directory SAS need a storage account with hierarchical namespace; "
+            "for other accounts set sas-scope to filesystem"
+        )
+        note = hint if directory else None
+        return VendedAccess(
+            write=lambda target, data: self._upload(client, target, data, note),
+            read=lambda target: self._download(client, target, note),
+            delete=lambda target: self._delete_blob(client, target, note),
+            close=client.close,
+            scope_not_checked=None
+            if directory
+            else "sas-scope is filesystem: vended SAS cover the whole filesystem, not one table",
+        )
 
     async def close(self) -> None:
         service, self._service = self._service, None

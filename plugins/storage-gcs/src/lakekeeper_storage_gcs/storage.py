@@ -16,15 +16,23 @@ from typing import Any
 import httpx
 
 from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.service.endpoints import StorageEndpoint
 from lakekeeper_host.service.storage import (
     DataAccess,
     StoragePermission,
     TableAccessRequest,
     TableConfig,
-    ValidationCheck,
+    ValidationProbes,
+    VendedAccess,
     is_sublocation,
 )
-from lakekeeper_host.store import new_id
+from lakekeeper_host.service.storage_errors import (
+    StorageFailure,
+    answer_error,
+    network_error,
+    network_failure,
+    storage_error,
+)
 from lakekeeper_storage_gcs.locations import GcsLocation, InvalidGcsLocation, canonical
 from lakekeeper_storage_gcs.model import (
     GcsCredential,
@@ -34,12 +42,15 @@ from lakekeeper_storage_gcs.model import (
     GcsSystemIdentityCredential,
 )
 from lakekeeper_storage_gcs.sts import (
+    OAUTH_ERROR_CODES,
     STORAGE_SCOPE,
     DownscopedToken,
     SourceToken,
     TokenCache,
     access_boundary,
     exchange_token,
+    no_redirects,
+    oauth_error_code,
 )
 
 log = logging.getLogger(__name__)
@@ -48,24 +59,60 @@ DELETE_CONCURRENCY = 16
 LIST_PAGE_SIZE = 1000  # the most one GCS listing request returns
 
 
+# what google-cloud-storage retries (for up to two minutes), except failures a retry cannot mend
+_NOT_RETRIED = {StorageFailure.TLS, StorageFailure.REFUSED, StorageFailure.UNRESOLVABLE, StorageFailure.REDIRECTED}
+_RETRIED_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether a failed GCS call is worth another try: an overloaded or briefly unreachable service
+    is; a TLS failure, a refused connection, a name that does not resolve or a redirect are not
+    (validation then says what failed within the request time limit)."""
+    from google.api_core import exceptions as api
+    from google.auth import exceptions as auth
+
+    if isinstance(exc, api.GoogleAPICallError):
+        return exc.code in _RETRIED_STATUS
+    failure = network_failure(exc)
+    if failure in _NOT_RETRIED:
+        return False
+    return failure is not None or isinstance(exc, auth.TransportError)
+
+
+def _retry() -> Any:
+    from google.cloud.storage.retry import DEFAULT_RETRY
+
+    return DEFAULT_RETRY.with_predicate(retryable)
+
+
 class StorageMisconfigured(CatalogError):
     def __init__(self, message: str):
         super().__init__(400, "StorageMisconfigured", message)
 
 
 def os_error(exc: Exception, location: str, credential_field: str) -> OSError:
-    """google-cloud-storage and google-auth errors as the OSError family the host expects."""
+    """google-cloud-storage and google-auth errors as the OSError family the host expects, in words
+    that quote nothing the endpoint answered (``storage_errors``); the full error goes to the log."""
     from google.api_core import exceptions as api
     from google.auth import exceptions as auth
 
     if isinstance(exc, auth.GoogleAuthError):
-        # Lakekeeper's own token could not be obtained: the credential is what the user must fix
-        return PermissionError(f"{credential_field} was not accepted: {exc} ({location})")
-    if isinstance(exc, api.NotFound):
-        return FileNotFoundError(f"{exc.message} ({location})")
-    if isinstance(exc, (api.Forbidden, api.Unauthorized)):
-        return PermissionError(f"{exc.message} ({location})")
-    return OSError(f"{type(exc).__name__}: {exc} ({location})")
+        log.info("GCS token for %s: %s", location, exc)
+        cause = network_failure(exc)
+        if cause is not None:  # the token endpoint was not reached
+            return storage_error(cause, location, note=f"the token endpoint of {credential_field}")
+        # Lakekeeper's own token was refused: the credential is what the user must fix
+        return storage_error(
+            StorageFailure.ACCESS_DENIED,
+            location,
+            code=oauth_error_code(exc.args[1] if len(exc.args) > 1 else None),
+            known_codes=OAUTH_ERROR_CODES,
+            note=f"{credential_field} was not accepted",
+        )
+    if isinstance(exc, api.GoogleAPICallError) and isinstance(exc.code, int):
+        denied = isinstance(exc, (api.Forbidden, api.Unauthorized))
+        return answer_error(exc, exc.code, location, not_found=isinstance(exc, api.NotFound), denied=denied)
+    return network_error(exc, location)
 
 
 class GcsStorage:
@@ -143,13 +190,28 @@ class GcsStorage:
             return self._client_instance
 
     def _make_client(self, credentials: Any, project: str | None) -> Any:
+        import requests
+        from google.auth.transport.requests import AuthorizedSession, Request
         from google.cloud import storage
 
+        # redirects are not followed (by the storage calls, nor by the token refreshes behind them):
+        # they could lead anywhere, past the endpoint policy
+        auth_request = Request(no_redirects(requests.Session()))
         return storage.Client(
             project=project or "_",  # listing objects needs no project; the client insists on one
             credentials=credentials,
             client_options={"api_endpoint": self.config.storage_endpoint},
+            _http=no_redirects(AuthorizedSession(credentials, auth_request=auth_request)),
         )
+
+    def endpoints(self) -> list[StorageEndpoint]:
+        """The storage endpoint, the key's token endpoint and, when tokens are vended, Google STS."""
+        found = [StorageEndpoint("LAKEKEEPER__GCS_STORAGE_ENDPOINT", self.config.storage_endpoint)]
+        if isinstance(self.credential, GcsServiceAccountKeyCredential):
+            found.append(StorageEndpoint("storage-credential.key.token_uri", self.credential.key.token_uri))
+        if self.profile.sts_enabled:
+            found.append(StorageEndpoint("LAKEKEEPER__GCS_STS_ENDPOINT", self.config.gcs_sts_endpoint))
+        return found
 
     def _token_client(self, token: str) -> Any:
         """A storage client that acts with a vended token only (what a table client can do)."""
@@ -194,25 +256,34 @@ class GcsStorage:
 
         return await asyncio.to_thread(run)
 
-    def _blob(self, location: str) -> Any:
+    def _blob(self, location: str, client: Any = None) -> Any:
         target = self._parse(location)
-        return self._client().bucket(target.bucket).blob(target.name)
+        return (client or self._client()).bucket(target.bucket).blob(target.name)
 
     async def write(self, location: str, data: bytes) -> None:
-        await self._call(location, lambda: self._blob(location).upload_from_string(data))
+        await self._write(location, data)
 
     async def read(self, location: str) -> bytes:
-        return await self._call(location, lambda: self._blob(location).download_as_bytes())
+        return await self._read(location)
 
     async def exists(self, location: str) -> bool:
-        return await self._call(location, lambda: self._blob(location).exists())
+        return await self._call(location, lambda: self._blob(location).exists(retry=_retry()))
 
     async def delete(self, location: str) -> None:
+        await self._delete(location)
+
+    async def _write(self, location: str, data: bytes, client: Any = None) -> None:
+        await self._call(location, lambda: self._blob(location, client).upload_from_string(data, retry=_retry()))
+
+    async def _read(self, location: str, client: Any = None) -> bytes:
+        return await self._call(location, lambda: self._blob(location, client).download_as_bytes(retry=_retry()))
+
+    async def _delete(self, location: str, client: Any = None) -> None:
         from google.api_core.exceptions import NotFound
 
         def delete() -> None:
             try:
-                self._blob(location).delete()
+                self._blob(location, client).delete(retry=_retry())
             except NotFound:  # deleting what is gone already is done
                 pass
 
@@ -222,7 +293,9 @@ class GcsStorage:
         root = self._parse(prefix)
 
         def first_page() -> Any:
-            listing = self._client().list_blobs(root.bucket, prefix=root.dir_prefix, page_size=self.list_page_size)
+            listing = self._client().list_blobs(
+                root.bucket, prefix=root.dir_prefix, page_size=self.list_page_size, retry=_retry()
+            )
             return iter(listing.pages)
 
         pages = await self._call(prefix, first_page)
@@ -237,7 +310,8 @@ class GcsStorage:
         root = self._parse(prefix)
 
         def first() -> list[str]:
-            return [b.name for b in self._client().list_blobs(root.bucket, prefix=root.dir_prefix, max_results=1)]
+            listing = self._client().list_blobs(root.bucket, prefix=root.dir_prefix, max_results=1, retry=_retry())
+            return [b.name for b in listing]
 
         return not await self._call(prefix, first)
 
@@ -274,11 +348,16 @@ class GcsStorage:
         try:
             subject_token = await self._source.get_async()
         except Exception as exc:  # google-auth raises RefreshError, TransportError, ValueError...
-            raise StorageMisconfigured(f"{self.credential_field} was not accepted: {exc}") from exc
+            raise StorageMisconfigured(str(os_error(exc, self._token_endpoint(), self.credential_field))) from exc
         async with httpx.AsyncClient() as http:
             return await exchange_token(
                 http, self.config.gcs_sts_endpoint, subject_token, access_boundary(location, permission)
             )
+
+    def _token_endpoint(self) -> str:
+        if isinstance(self.credential, GcsServiceAccountKeyCredential):
+            return self.credential.key.token_uri
+        return "the machine's Google credentials"
 
     def _credential_identity(self) -> tuple:
         if isinstance(self.credential, GcsServiceAccountKeyCredential):
@@ -317,107 +396,36 @@ class GcsStorage:
 
     # ------------------------------------------------------------------ validation
 
-    async def validate(self, *, vending: bool = True) -> list[ValidationCheck]:
-        """Lakekeeper's physical probe (§2.6) on a fresh table location below the warehouse root."""
-        test_location = self._base.join(new_id())
-        checks: list[ValidationCheck] = []
+    def validation_probes(self) -> ValidationProbes:
+        return ValidationProbes(
+            connect=self._connect,
+            vend=self._vended_access if self.profile.sts_enabled else None,
+            no_vending_reason="sts-enabled is false for this profile",
+        )
+
+    async def _connect(self) -> None:
         try:
             await asyncio.to_thread(self._client)
         except Exception as exc:  # google.auth.default() raises DefaultCredentialsError, ValueError...
-            return [ValidationCheck("storage-client-initialized", "failed", f"{self.credential_field}: {exc}")]
-        checks.append(ValidationCheck("storage-client-initialized", "passed"))
+            raise StorageMisconfigured(f"{self.credential_field}: {exc}") from exc
 
-        async def direct() -> ValidationCheck:
-            probe = str(test_location.join("metadata", "test"))
-            try:
-                await self.write(probe, b"test")
-                if await self.read(probe) != b"test":
-                    raise OSError("read back different content")
-                await self.delete(probe)
-            except OSError as exc:
-                return ValidationCheck("lakekeeper-read-write", "failed", f"{probe}: {exc}")
-            return ValidationCheck("lakekeeper-read-write", "passed")
-
-        jobs = [direct()]
-        if vending and self.profile.sts_enabled:
-            jobs.append(self._validate_vending(test_location))
-        results = await asyncio.gather(*jobs)
-        checks.append(results[0])
-        if len(results) > 1:
-            checks.extend(results[1])
-        else:
-            reason = "sts-enabled is false for this profile" if not self.profile.sts_enabled else "not requested"
-            checks.append(ValidationCheck("vended-credentials-issued", "skipped", reason))
-        checks.append(await self._cleanup(test_location))
-        return checks
-
-    async def _validate_vending(self, test_location: GcsLocation) -> list[ValidationCheck]:
-        vended_location = test_location.join("vended-test")
-        try:
-            token = await self._downscope(vended_location, StoragePermission.READ_WRITE_DELETE)
-        except CatalogError as exc:
-            return [ValidationCheck("vended-credentials-issued", "failed", exc.message)]
-        checks = [ValidationCheck("vended-credentials-issued", "passed")]
+    async def _vended_access(self, location: str) -> VendedAccess:
+        token = await self._downscope(GcsLocation.parse(location), StoragePermission.READ_WRITE_DELETE)
         client = await asyncio.to_thread(self._token_client, token.token)
-        allowed = vended_location.join("metadata", f"{new_id()}.gz.metadata.json")
-        forbidden = test_location.join("metadata", "forbidden-write-test")
-
-        def read_write() -> None:
-            blob = client.bucket(allowed.bucket).blob(allowed.name)
-            blob.upload_from_string(b"test")
-            if blob.download_as_bytes() != b"test":
-                raise OSError("read back different content")
-            blob.delete()
-
-        def forbidden_write() -> bool:
-            from google.api_core.exceptions import Forbidden, Unauthorized
-
-            try:
-                client.bucket(forbidden.bucket).blob(forbidden.name).upload_from_string(b"forbidden-content")
-            except (Forbidden, Unauthorized):
-                return True
-            return False
-
-        try:
-            await self._call(str(allowed), read_write)
-            checks.append(ValidationCheck("vended-credentials-read-write", "passed"))
-        except OSError as exc:
-            checks.append(ValidationCheck("vended-credentials-read-write", "failed", f"{allowed}: {exc}"))
-        try:
-            denied = await self._call(str(forbidden), forbidden_write)
-        except OSError as exc:
-            checks.append(ValidationCheck("vended-credentials-scope-enforced", "failed", str(exc)))
-            return checks
-        if denied:
-            checks.append(ValidationCheck("vended-credentials-scope-enforced", "passed"))
-        elif self.config.custom_storage_endpoint:
+        unenforced = None
+        if self.config.custom_storage_endpoint:
             # emulators such as fake-gcs-server accept any token; only Google enforces access boundaries
-            checks.append(
-                ValidationCheck(
-                    "vended-credentials-scope-enforced",
-                    "skipped",
-                    f"The storage endpoint {self.config.storage_endpoint} accepted a write outside the access "
-                    "boundary: it does not check tokens (an emulator); Google Cloud Storage enforces them",
-                )
+            unenforced = (
+                f"The storage endpoint {self.config.storage_endpoint} accepted a write outside the access "
+                "boundary: it does not check tokens (an emulator); Google Cloud Storage enforces them"
             )
-        else:
-            checks.append(
-                ValidationCheck(
-                    "vended-credentials-scope-enforced",
-                    "failed",
-                    f"A downscoped token could write to the parent location {forbidden}",
-                )
-            )
-        return checks
-
-    async def _cleanup(self, test_location: GcsLocation) -> ValidationCheck:
-        try:
-            await self.delete_prefix(str(test_location))
-            if not await self.is_empty(str(test_location)):
-                return ValidationCheck("cleanup", "failed", f"Files are left after cleanup in {test_location}")
-        except OSError as exc:
-            return ValidationCheck("cleanup", "failed", f"{test_location}: {exc}")
-        return ValidationCheck("cleanup", "passed")
+        return VendedAccess(
+            write=lambda target, data: self._write(target, data, client),
+            read=lambda target: self._read(target, client),
+            delete=lambda target: self._delete(target, client),
+            close=lambda: asyncio.to_thread(client.close),
+            scope_unenforced_reason=unenforced,
+        )
 
     async def close(self) -> None:
         with self._lock:

@@ -11,18 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from attrs import field, frozen
 
 from lakekeeper_host.errors import CatalogError
 from lakekeeper_host.service.storage import StoragePermission
+from lakekeeper_host.service.storage_errors import http_failure, network_error, storage_error
 from lakekeeper_storage_gcs.locations import GcsLocation
+
+if TYPE_CHECKING:
+    import requests
+
+log = logging.getLogger(__name__)
 
 TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
@@ -36,6 +43,39 @@ ROLES = {
     StoragePermission.READ_WRITE: ("roles/storage.objectViewer", "roles/storage.objectCreator"),
     StoragePermission.READ_WRITE_DELETE: ("roles/storage.objectUser",),
 }
+
+
+# RFC 6749 / RFC 8693 error codes a token endpoint answers with; only these reach a message, never
+# the endpoint's own description (the endpoint may be anything a key's token_uri names)
+OAUTH_ERROR_CODES = frozenset(
+    {
+        "access_denied",
+        "invalid_client",
+        "invalid_grant",
+        "invalid_request",
+        "invalid_scope",
+        "invalid_target",
+        "unauthorized_client",
+        "unsupported_grant_type",
+    }
+)
+
+
+def oauth_error_code(body: Any) -> str | None:
+    """The ``error`` of an OAuth error answer (a dict, or its JSON text), when it is a known code."""
+    if isinstance(body, (str, bytes)):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return None
+    code = body.get("error") if isinstance(body, dict) else None
+    return code if isinstance(code, str) and code in OAUTH_ERROR_CODES else None
+
+
+def no_redirects(session: requests.Session) -> requests.Session:
+    """``session``, made to raise ``TooManyRedirects`` instead of following a redirect anywhere."""
+    session.max_redirects = 0
+    return session
 
 
 class TokenExchangeFailed(CatalogError):
@@ -100,20 +140,29 @@ async def exchange_token(
         "options": json.dumps(boundary, separators=(",", ":")),
     }
     started = clock()
+    # what the endpoint answered stays out of the messages (storage_errors); it goes to the log
     try:
         response = await client.post(sts_endpoint, data=form, timeout=30)
     except httpx.HTTPError as exc:
-        raise TokenExchangeFailed(f"Token exchange at {sts_endpoint} failed: {type(exc).__name__}: {exc}") from exc
+        raise TokenExchangeFailed(f"Token exchange failed: {network_error(exc, sts_endpoint)}") from exc
     if response.status_code != 200:
-        raise TokenExchangeFailed(
-            f"Token exchange at {sts_endpoint} answered {response.status_code}: {response.text[:500]}"
+        log.info("token exchange at %s answered %s: %s", sts_endpoint, response.status_code, response.text[:500])
+        error = storage_error(
+            http_failure(response.status_code),
+            sts_endpoint,
+            status=response.status_code,
+            code=oauth_error_code(response.content),
+            known_codes=OAUTH_ERROR_CODES,
         )
+        raise TokenExchangeFailed(f"Token exchange failed: {error}")
     try:
         body = response.json()
         token = body["access_token"]
         expires_in = int(body.get("expires_in", 3600))
     except (ValueError, KeyError, TypeError) as exc:
-        raise TokenExchangeFailed(f"Token exchange at {sts_endpoint} gave no access_token: {exc}") from exc
+        raise TokenExchangeFailed(
+            f"Token exchange at {sts_endpoint} gave no access_token ({type(exc).__name__})"
+        ) from exc
     return DownscopedToken(token=token, expires_at_ms=int((started + expires_in) * 1000))
 
 
@@ -127,13 +176,17 @@ class SourceToken:
     def __init__(self, credentials: Any):
         self.credentials = credentials
         self._lock = threading.Lock()
+        self._request: Any = None
 
     def get(self) -> str:
-        from google.auth.transport.requests import Request
-
         with self._lock:
             if not self.credentials.valid:
-                self.credentials.refresh(Request())
+                if self._request is None:
+                    import requests
+                    from google.auth.transport.requests import Request
+
+                    self._request = Request(no_redirects(requests.Session()))
+                self.credentials.refresh(self._request)
             return self.credentials.token
 
     async def get_async(self) -> str:

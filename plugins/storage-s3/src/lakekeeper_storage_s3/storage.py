@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import boto3
 import botocore.session
@@ -23,15 +24,17 @@ from botocore.credentials import DeferredRefreshableCredentials, ReadOnlyCredent
 from botocore.exceptions import BotoCoreError, ClientError
 
 from lakekeeper_host.errors import CatalogError
-from lakekeeper_host.ids import new_id
+from lakekeeper_host.service.endpoints import StorageEndpoint, parse_ip
 from lakekeeper_host.service.storage import (
     DataAccess,
     StoragePermission,
     TableAccessRequest,
     TableConfig,
-    ValidationCheck,
+    ValidationProbes,
+    VendedAccess,
     is_sublocation,
 )
+from lakekeeper_host.service.storage_errors import answer_error, network_error
 from lakekeeper_storage_s3 import signing
 from lakekeeper_storage_s3.cache import CredentialCache, VendedCredential
 from lakekeeper_storage_s3.locations import InvalidS3Location, S3Location, canonical, scheme_of
@@ -50,6 +53,27 @@ DELETE_BATCH = 1000  # the DeleteObjects limit
 STS_SESSION_NAME = "lakekeeper-sts"
 _NOT_FOUND = {"NoSuchKey", "404", "NotFound", "NoSuchBucket"}
 _DENIED = {"AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
+# error codes of S3 and STS that may appear in a message: fixed words, never the store's free text
+KNOWN_CODES = _NOT_FOUND | _DENIED | {
+    "AllAccessDisabled",
+    "AuthorizationHeaderMalformed",
+    "BadDigest",
+    "ExpiredToken",
+    "InvalidBucketName",
+    "InvalidClientTokenId",
+    "InvalidDigest",
+    "InvalidRequest",
+    "InvalidToken",
+    "MalformedPolicyDocument",
+    "MissingContentMD5",
+    "NotImplemented",
+    "PackedPolicyTooLarge",
+    "PermanentRedirect",
+    "RegionDisabledException",
+    "RequestTimeTooSkewed",
+    "ServiceUnavailable",
+    "SlowDown",
+}
 
 
 class StorageMisconfigured(CatalogError):
@@ -58,16 +82,21 @@ class StorageMisconfigured(CatalogError):
 
 
 def os_error(exc: Exception, location: str) -> OSError:
-    """botocore errors as the OSError family the host expects from every storage."""
+    """botocore errors as the OSError family the host expects from every storage, in words that
+    quote nothing the endpoint answered (``storage_errors``); the full error goes to the log."""
     if isinstance(exc, ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
-        message = f"{code}: {exc.response.get('Error', {}).get('Message', exc)} ({location})"
-        if code in _NOT_FOUND:
-            return FileNotFoundError(message)
-        if code in _DENIED:
-            return PermissionError(message)
-        return OSError(message)
-    return OSError(f"{type(exc).__name__}: {exc} ({location})")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return answer_error(
+            exc,
+            status if isinstance(status, int) else None,
+            location,
+            not_found=code in _NOT_FOUND,
+            denied=code in _DENIED,
+            code=code,
+            known_codes=KNOWN_CODES,
+        )
+    return network_error(exc, location)
 
 
 class S3Storage:
@@ -135,6 +164,35 @@ class S3Storage:
     def _sts_endpoint_url(self) -> str | None:
         endpoint = self.profile.sts_endpoint or self.profile.endpoint
         return endpoint.rstrip("/") if endpoint else None
+
+    def endpoints(self) -> list[StorageEndpoint]:
+        """The S3 endpoint (as botocore addresses the bucket) and, when STS is used, the STS endpoint."""
+        found = []
+        if self.profile.endpoint:
+            parts = urlsplit(self.profile.endpoint)
+            found.append(StorageEndpoint("storage-profile.endpoint", self.profile.endpoint))
+            if self.profile.path_style_access is False and parse_ip(parts.hostname or "") is None:
+                # virtual-hosted addressing puts the bucket in front of the endpoint's host
+                found.append(
+                    StorageEndpoint(
+                        "storage-profile.endpoint (virtual-hosted: bucket.host; path-style-access avoids it)",
+                        f"{parts.scheme}://{self.profile.bucket}.{parts.netloc}/",
+                    )
+                )
+        else:
+            virtual = self.profile.path_style_access is not True and "." not in self.profile.bucket
+            host = f"s3.{self.profile.region}.amazonaws.com"
+            url = f"https://{self.profile.bucket}.{host}/" if virtual else f"https://{host}/"
+            found.append(StorageEndpoint("storage-profile.region (the AWS S3 endpoint)", url))
+        if self.credential is not None and (self.profile.sts_enabled or self.profile.assume_role_arn):
+            if self.profile.sts_endpoint:
+                found.append(StorageEndpoint("storage-profile.sts-endpoint", self.profile.sts_endpoint))
+            elif self.profile.endpoint:
+                found.append(StorageEndpoint("storage-profile.endpoint (as the STS endpoint)", self.profile.endpoint))
+            else:
+                url = f"https://sts.{self.profile.region}.amazonaws.com/"
+                found.append(StorageEndpoint("storage-profile.region (the AWS STS endpoint)", url))
+        return found
 
     def _s3_config(self) -> Config:
         style = {True: "path", False: "virtual"}.get(self.profile.path_style_access, "auto")
@@ -262,14 +320,10 @@ class S3Storage:
     # ------------------------------------------------------------------ object IO
 
     async def write(self, location: str, data: bytes) -> None:
-        target = self._parse(location)
-        await self._call(location, lambda: self._s3().put_object(Bucket=target.bucket, Key=target.key, Body=data))
+        await self._put(self._s3, location, data)
 
     async def read(self, location: str) -> bytes:
-        target = self._parse(location)
-        return await self._call(
-            location, lambda: self._s3().get_object(Bucket=target.bucket, Key=target.key)["Body"].read()
-        )
+        return await self._get(self._s3, location)
 
     async def exists(self, location: str) -> bool:
         target = self._parse(location)
@@ -280,8 +334,21 @@ class S3Storage:
         return True
 
     async def delete(self, location: str) -> None:
+        await self._remove(self._s3, location)
+
+    async def _put(self, client: Callable[[], Any], location: str, data: bytes) -> None:
         target = self._parse(location)
-        await self._call(location, lambda: self._s3().delete_object(Bucket=target.bucket, Key=target.key))
+        await self._call(location, lambda: client().put_object(Bucket=target.bucket, Key=target.key, Body=data))
+
+    async def _get(self, client: Callable[[], Any], location: str) -> bytes:
+        target = self._parse(location)
+        return await self._call(
+            location, lambda: client().get_object(Bucket=target.bucket, Key=target.key)["Body"].read()
+        )
+
+    async def _remove(self, client: Callable[[], Any], location: str) -> None:
+        target = self._parse(location)
+        await self._call(location, lambda: client().delete_object(Bucket=target.bucket, Key=target.key))
 
     async def list(self, prefix: str) -> AsyncIterator[str]:
         root = self._parse(prefix)
@@ -325,9 +392,12 @@ class S3Storage:
         errors = response.get("Errors") or []
         if errors:
             first = errors[0]
+            log.info("DeleteObjects under %s: %s", root, errors[:10])
+            code = str(first.get("Code", ""))
+            key = first.get("Key") if first.get("Key") in keys else "?"  # a key of ours, not the store's text
             raise OSError(
-                f"{len(errors)} of {len(keys)} deletes failed under {root}; first: "
-                f"{first.get('Key')}: {first.get('Code')} {first.get('Message')}"
+                f"{len(errors)} of {len(keys)} deletes failed under {root}; first: {key}"
+                + (f" ({code})" if code in KNOWN_CODES else "")
             )
         return len(keys)
 
@@ -394,8 +464,9 @@ class S3Storage:
                 return self._sts().assume_role(**kwargs)["Credentials"]
             except (ClientError, BotoCoreError) as exc:
                 log.warning("STS AssumeRole failed for %s: %s", location, exc)
+                sts = self._sts_endpoint_url() or "AWS STS"
                 raise CatalogError(
-                    500, "FailedToGetShortTermCredentials", f"Failed to assume role via STS: {exc}"
+                    500, "FailedToGetShortTermCredentials", f"Failed to assume role via STS: {os_error(exc, sts)}"
                 ) from exc
 
         creds = await asyncio.to_thread(assume)
@@ -474,7 +545,10 @@ class S3Storage:
             try:
                 credentials = self.signing_credentials()
             except (ClientError, BotoCoreError) as exc:
-                raise CatalogError(412, "SigningIdentityError", f"Failed to obtain signing identity: {exc}") from exc
+                sts = self._sts_endpoint_url() or "AWS STS"
+                raise CatalogError(
+                    412, "SigningIdentityError", f"Failed to obtain signing identity: {os_error(exc, sts)}"
+                ) from exc
             return signing.sign(
                 credentials=credentials, method=method, uri=uri, headers=headers, body=body, region=region
             )
@@ -483,96 +557,35 @@ class S3Storage:
 
     # ------------------------------------------------------------------ validation
 
-    async def validate(self, *, vending: bool = True) -> list[ValidationCheck]:
-        """Lakekeeper's physical probe (§2.6) on a fresh table location below the warehouse root."""
-        test_location = self._base.child(f"{self._base.dir_prefix}{new_id()}")
-        checks: list[ValidationCheck] = []
+    def validation_probes(self) -> ValidationProbes:
+        return ValidationProbes(
+            connect=self._connect,
+            vend=self._vended_access if self.vending_enabled else None,
+            no_vending_reason="STS is not enabled for this profile",
+        )
+
+    async def _connect(self) -> None:
         try:
-            self._s3()
-        except (ClientError, BotoCoreError, ValueError) as exc:
-            return [ValidationCheck("storage-client-initialized", "failed", f"{type(exc).__name__}: {exc}")]
-        checks.append(ValidationCheck("storage-client-initialized", "passed"))
+            await asyncio.to_thread(self._s3)
+        except (BotoCoreError, ValueError) as exc:  # raised before any request: our own words
+            raise StorageMisconfigured(f"The S3 client cannot be created: {type(exc).__name__}: {exc}") from exc
 
-        async def direct() -> ValidationCheck:
-            probe = str(test_location.child(f"{test_location.key}/metadata/test"))
-            try:
-                await self.write(probe, b"test")
-                if await self.read(probe) != b"test":
-                    raise OSError("read back different content")
-                await self.delete(probe)
-            except OSError as exc:
-                return ValidationCheck("lakekeeper-read-write", "failed", f"{probe}: {exc}")
-            return ValidationCheck("lakekeeper-read-write", "passed")
-
-        jobs = [direct()]
-        if vending and self.vending_enabled:
-            jobs.append(self._validate_vending(test_location))
-        results = await asyncio.gather(*jobs)
-        checks.append(results[0])
-        if len(results) > 1:
-            checks.extend(results[1])
-        else:
-            reason = "STS is not enabled for this profile" if not self.vending_enabled else "not requested"
-            checks.append(ValidationCheck("vended-credentials-issued", "skipped", reason))
-        checks.append(await self._cleanup(test_location))
-        return checks
-
-    async def _validate_vending(self, test_location: S3Location) -> list[ValidationCheck]:
-        sub_location = test_location.child(f"{test_location.key}/vended-test")
-        try:
-            credential = await self._assume_role_for(sub_location, StoragePermission.READ_WRITE_DELETE)
-        except CatalogError as exc:
-            return [ValidationCheck("vended-credentials-issued", "failed", exc.message)]
-        checks = [ValidationCheck("vended-credentials-issued", "passed")]
+    async def _vended_access(self, location: str) -> VendedAccess:
+        credential = await self._assume_role_for(S3Location.parse(location), StoragePermission.READ_WRITE_DELETE)
         client = await asyncio.to_thread(self._vended_client, credential)
-        allowed = sub_location.child(f"{sub_location.key}/metadata/vended/{new_id()}.gz.metadata.json")
-        forbidden = test_location.child(f"{test_location.key}/metadata/forbidden-write-test")
 
-        def read_write() -> None:
-            client.put_object(Bucket=allowed.bucket, Key=allowed.key, Body=b"test")
-            body = client.get_object(Bucket=allowed.bucket, Key=allowed.key)["Body"].read()
-            if body != b"test":
-                raise OSError("read back different content")
-            client.delete_object(Bucket=allowed.bucket, Key=allowed.key)
+        def vended() -> Any:
+            return client
 
-        def forbidden_write() -> bool:
-            try:
-                client.put_object(Bucket=forbidden.bucket, Key=forbidden.key, Body=b"forbidden-content")
-            except ClientError:
-                return True
-            self._s3().delete_object(Bucket=forbidden.bucket, Key=forbidden.key)
-            return False
+        async def close() -> None:
+            client.close()
 
-        try:
-            await asyncio.to_thread(read_write)
-            checks.append(ValidationCheck("vended-credentials-read-write", "passed"))
-        except (ClientError, BotoCoreError, OSError) as exc:
-            checks.append(ValidationCheck("vended-credentials-read-write", "failed", f"{allowed}: {exc}"))
-        try:
-            denied = await asyncio.to_thread(forbidden_write)
-        except (ClientError, BotoCoreError) as exc:
-            checks.append(ValidationCheck("vended-credentials-scope-enforced", "failed", str(exc)))
-        else:
-            checks.append(
-                ValidationCheck("vended-credentials-scope-enforced", "passed")
-                if denied
-                else ValidationCheck(
-                    "vended-credentials-scope-enforced",
-                    "failed",
-                    "Downscoped credentials allow write access to parent location "
-                    f"{forbidden}: the STS role or the store ignores session policies",
-                )
-            )
-        return checks
-
-    async def _cleanup(self, test_location: S3Location) -> ValidationCheck:
-        try:
-            await self.delete_prefix(str(test_location))
-            if not await self.is_empty(str(test_location)):
-                return ValidationCheck("cleanup", "failed", f"Files are left after cleanup in {test_location}")
-        except OSError as exc:
-            return ValidationCheck("cleanup", "failed", f"{test_location}: {exc}")
-        return ValidationCheck("cleanup", "passed")
+        return VendedAccess(
+            write=lambda target, data: self._put(vended, target, data),
+            read=lambda target: self._get(vended, target),
+            delete=lambda target: self._remove(vended, target),
+            close=close,
+        )
 
     async def close(self) -> None:
         with self._lock:
