@@ -15,6 +15,8 @@ from lakekeeper_host.ui.views import api, blueprint, namespace_tree, ns_param, o
 
 STATISTIC_PAGES = 3  # pages of hourly table/view counts drawn (each up to the API's page size)
 REQUEST_WINDOW_DAYS = 7
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
 
 
 async def search_results(warehouse_id: str, term: str) -> dict[str, Any]:
@@ -107,11 +109,15 @@ async def warehouse_statistics(warehouse_id: str):
     tabular_chart = charts.line_chart(
         [("tables", [(at, s["number-of-tables"]) for at, s in points]),
          ("views", [(at, s["number-of-views"]) for at, s in points])],
-        chart_id="chart-tabulars", title="Tables and views", value_format=formatting.count)
-    request_chart = charts.line_chart(
-        [("requests", requests_["all"]), ("failed (4xx/5xx)", requests_["failed"])] if requests_ else [],
+        chart_id="chart-tabulars", title="Tables and views (hourly)", value_format=formatting.count,
+        width=860, height=210, min_span_ms=DAY_MS)
+    # the API labels each hour with its end; the bars start at the hour's beginning
+    request_chart = charts.bar_chart(
+        [("succeeded", [(at - HOUR_MS, n - failed) for (at, n), (_, failed) in
+                        zip(requests_["all"], requests_["failed"], strict=True)]),
+         ("failed (4xx/5xx)", [(at - HOUR_MS, failed) for at, failed in requests_["failed"]])] if requests_ else [],
         chart_id="chart-requests", title=f"Requests per hour, last {REQUEST_WINDOW_DAYS} days",
-        value_format=formatting.count)
+        bucket_ms=HOUR_MS, value_format=formatting.count, min_span_ms=DAY_MS)
     latest = counts[0] if counts else None
     return await render_template(
         "statistics.html", warehouse=details, tree=tree, current_ns=[], latest=latest,

@@ -22,7 +22,7 @@ from lakekeeper_host.ui.views import (
 )
 
 TABS = ("overview", "data", "history")
-PREVIEW_ROWS = 50
+PREVIEW_ROWS = 25
 
 
 def data_api_path(warehouse_id: str, table_id: str, what: str) -> str:

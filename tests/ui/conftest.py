@@ -45,7 +45,15 @@ def page(browser):
     context = browser.new_context(viewport={"width": 1360, "height": 900})
     page = context.new_page()
     page.set_default_timeout(60000)  # a loaded 2-core machine; a passing step takes well under 1 s
-    page.on("dialog", lambda dialog: dialog.accept())  # the console's "Delete …?" confirmations
+    # the console's confirmations ("Drop table …? It stays restorable …"): accepted unless a test says
+    # otherwise (page.dialogs["accept"]); every question asked is kept in page.dialogs["asked"]
+    page.dialogs = {"accept": True, "asked": []}
+
+    def answer(dialog):
+        page.dialogs["asked"].append(dialog.message)
+        dialog.accept() if page.dialogs["accept"] else dialog.dismiss()
+
+    page.on("dialog", answer)
     yield page
     context.close()
 
