@@ -12,10 +12,16 @@ from lakekeeper_host.ui.formatting import timestamp
 PALETTE = ("#2563c9", "#1f8a4c", "#c27c0e", "#6d4bc4", "#c23b32")
 
 
-def _nice_maximum(value: float) -> float:
-    """The smallest 1, 2 or 5 times a power of ten that is at least ``value`` (an axis top)."""
+def _nice_maximum(value: float, base: int = 10) -> float:
+    """The smallest 1, 2 or 5 times a power of ten that is at least ``value`` (an axis top); with
+    ``base=1024`` the same in KiB, MiB, ... (sizes)."""
     if value <= 0:
         return 1
+    if base == 1024:
+        unit = 1.0
+        while value / unit >= 1024:
+            unit *= 1024
+        return _nice_maximum(value / unit) * unit
     magnitude = 1.0
     while magnitude * 10 <= value:
         magnitude *= 10
@@ -35,8 +41,8 @@ def _ticks(top: float, value_format: Callable[[Any], str]) -> list[float]:
 
 
 def _frame(title: str, width: int, height: int, left: int, top: int, plot_w: float, plot_h: float, top_value: float,
-           first: int, last: int, value_format: Callable[[Any], str]) -> list[str]:
-    """The SVG opening, the horizontal grid with value labels and the first and last time."""
+           value_format: Callable[[Any], str]) -> list[str]:
+    """The SVG opening, the horizontal grid with value labels, ticks where the time axis starts and ends."""
     parts = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
              f'preserveAspectRatio="xMidYMid meet">']
     for value in _ticks(top_value, value_format):
@@ -44,17 +50,22 @@ def _frame(title: str, width: int, height: int, left: int, top: int, plot_w: flo
         parts.append(f'<line class="grid-line" x1="{left}" x2="{left + plot_w}" y1="{gy:.1f}" y2="{gy:.1f}"/>')
         parts.append(f'<text class="axis-label" x="{left - 6}" y="{gy + 4:.1f}" text-anchor="end">'
                      f'{escape(value_format(value))}</text>')
-    parts.append(f'<text class="axis-label" x="{left}" y="{height - 8}">{escape(timestamp(first))}</text>')
-    parts.append(f'<text class="axis-label" x="{left + plot_w}" y="{height - 8}" text-anchor="end">'
-                 f'{escape(timestamp(last))}</text>')
+    parts.append(f'<line class="axis-tick" x1="{left}" x2="{left}" y1="{top + plot_h}" y2="{top + plot_h + 5}"/>')
+    parts.append(f'<line class="axis-tick" x1="{left + plot_w}" x2="{left + plot_w}" y1="{top + plot_h}" '
+                 f'y2="{top + plot_h + 5}"/>')
     return parts
 
 
-def _figure(chart_id: str, title: str, parts: list[str], names: Sequence[str]) -> Markup:
-    legend = "".join(f'<span><i style="background:{PALETTE[i % len(PALETTE)]}"></i>{escape(name)}</span>'
+def _figure(chart_id: str, title: str, parts: list[str], names: Sequence[str], colors: Sequence[str],
+            first: int, last: int) -> Markup:
+    """The chart with its title, the time range it covers (in the console's timestamp format, below the
+    axis, where long labels cannot collide) and a legend for more than one series."""
+    legend = "".join(f'<span><i style="background:{colors[i % len(colors)]}"></i>{escape(name)}</span>'
                      for i, name in enumerate(names)) if len(names) > 1 else ""
+    span = f"{timestamp(first)} – {timestamp(last)}" if last != first else timestamp(first)
     return Markup(f'<figure class="chart" id="{escape(chart_id)}"><h4>{escape(title)}</h4>{"".join(parts)}'
-                  f'{f"<figcaption class=legend>{legend}</figcaption>" if legend else ""}</figure>')
+                  f'<figcaption><span class="range">{escape(span)}</span>'
+                  f'{f"<span class=legend>{legend}</span>" if legend else ""}</figcaption></figure>')
 
 
 def _empty(chart_id: str, title: str) -> Markup:
@@ -69,8 +80,10 @@ def line_chart(
     title: str,
     value_format: Callable[[Any], str] = str,
     width: int = 420,
-    height: int = 190,
+    height: int = 170,
     min_span_ms: int = 0,
+    base: int = 10,
+    colors: Sequence[str] = PALETTE,
 ) -> Markup:
     """Lines over time, one per ``(name, [(epoch ms, value), ...])``, each point with a tooltip of its
     time and value and the last one labelled; the time axis covers at least ``min_span_ms`` up to the
@@ -78,11 +91,11 @@ def line_chart(
     points = [point for _, values in series for point in values]
     if not points:
         return _empty(chart_id, title)
-    left, right, top, bottom = 58, 70, 14, 28
+    left, right, top, bottom = 62, 70, 14, 14
     plot_w, plot_h = width - left - right, height - top - bottom
     last = max(p[0] for p in points)
     first = min(min(p[0] for p in points), last - min_span_ms)
-    top_value = _nice_maximum(max(p[1] for p in points))
+    top_value = _nice_maximum(max(p[1] for p in points), base)
 
     def x(ms: int) -> float:
         return left + (plot_w / 2 if last == first else plot_w * (ms - first) / (last - first))
@@ -90,9 +103,9 @@ def line_chart(
     def y(value: float) -> float:
         return top + plot_h * (1 - value / top_value)
 
-    parts = _frame(title, width, height, left, top, plot_w, plot_h, top_value, first, last, value_format)
+    parts = _frame(title, width, height, left, top, plot_w, plot_h, top_value, value_format)
     for index, (name, values) in enumerate(series):
-        color = PALETTE[index % len(PALETTE)]
+        color = colors[index % len(colors)]
         ordered = sorted(values)
         if len(ordered) > 1:
             path = " ".join(f"{x(ms):.1f},{y(v):.1f}" for ms, v in ordered)
@@ -106,7 +119,7 @@ def line_chart(
             parts.append(f'<text class="value-label" x="{x(ms) + 7:.1f}" y="{y(value) + 4:.1f}" fill="{color}">'
                          f'{escape(value_format(value))}</text>')
     parts.append("</svg>")
-    return _figure(chart_id, title, parts, [name for name, _ in series])
+    return _figure(chart_id, title, parts, [name for name, _ in series], colors, first, last)
 
 
 def bar_chart(
@@ -117,15 +130,16 @@ def bar_chart(
     bucket_ms: int,
     value_format: Callable[[Any], str] = str,
     width: int = 860,
-    height: int = 200,
+    height: int = 180,
     min_span_ms: int = 0,
+    colors: Sequence[str] = PALETTE,
 ) -> Markup:
     """Stacked bars per time bucket (``bucket_ms`` wide), one colour per ``(name, [(bucket start ms,
     value), ...])``, each bar with a tooltip; the time axis covers at least ``min_span_ms``."""
     points = [point for _, values in series for point in values]
     if not points:
         return _empty(chart_id, title)
-    left, right, top, bottom = 58, 16, 14, 28
+    left, right, top, bottom = 62, 16, 14, 14
     plot_w, plot_h = width - left - right, height - top - bottom
     last = max(p[0] for p in points) + bucket_ms
     first = min(min(p[0] for p in points), last - max(min_span_ms, bucket_ms))
@@ -138,10 +152,10 @@ def bar_chart(
     def x(ms: int) -> float:
         return left + plot_w * (ms - first) / (last - first)
 
-    parts = _frame(title, width, height, left, top, plot_w, plot_h, top_value, first, last, value_format)
+    parts = _frame(title, width, height, left, top, plot_w, plot_h, top_value, value_format)
     base: dict[int, float] = {}
     for index, (name, values) in enumerate(series):
-        color = PALETTE[index % len(PALETTE)]
+        color = colors[index % len(colors)]
         for ms, value in sorted(values):
             if not value:
                 continue
@@ -153,4 +167,4 @@ def bar_chart(
             parts.append(f'<rect class="bar-rect" x="{x(ms) + 1:.1f}" y="{y_top:.1f}" width="{bar_w:.1f}" '
                          f'height="{bar_h:.1f}" fill="{color}" data-value="{value}"><title>{escape(tip)}</title></rect>')
     parts.append("</svg>")
-    return _figure(chart_id, title, parts, [name for name, _ in series])
+    return _figure(chart_id, title, parts, [name for name, _ in series], colors, first, last)

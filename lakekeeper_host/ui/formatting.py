@@ -115,3 +115,16 @@ def readable_fields(value: Any) -> list[tuple[str, str]]:
 
 def utc_now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def cell(value: Any, iceberg_type: str) -> str:
+    """A value of a table (as the preview API answers it) in the console's format: timestamps with a space,
+    those with a time zone in UTC and saying so (``timestamp`` has none: it is shown as stored)."""
+    if not isinstance(value, str) or not iceberg_type.startswith("timestamp"):
+        return str(value)
+    if iceberg_type.startswith("timestamptz"):
+        moment = to_datetime(value)
+        if moment is not None:
+            return moment.strftime("%Y-%m-%d %H:%M:%S") + (f".{moment.microsecond:06d}" if moment.microsecond else "") \
+                + " UTC"
+    return value.replace("T", " ", 1)

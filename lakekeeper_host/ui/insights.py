@@ -116,8 +116,8 @@ async def warehouse_statistics(warehouse_id: str):
         [("succeeded", [(at - HOUR_MS, n - failed) for (at, n), (_, failed) in
                         zip(requests_["all"], requests_["failed"], strict=True)]),
          ("failed (4xx/5xx)", [(at - HOUR_MS, failed) for at, failed in requests_["failed"]])] if requests_ else [],
-        chart_id="chart-requests", title=f"Requests per hour, last {REQUEST_WINDOW_DAYS} days",
-        bucket_ms=HOUR_MS, value_format=formatting.count, min_span_ms=DAY_MS)
+        chart_id="chart-requests", title="Requests per hour", bucket_ms=HOUR_MS, value_format=formatting.count,
+        min_span_ms=DAY_MS, colors=("#2563c9", "#c23b32"))
     latest = counts[0] if counts else None
     return await render_template(
         "statistics.html", warehouse=details, tree=tree, current_ns=[], latest=latest,

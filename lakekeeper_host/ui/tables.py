@@ -8,7 +8,7 @@ from typing import Any
 from quart import render_template, request
 
 from lakekeeper_host.ui import charts, formatting, history
-from lakekeeper_host.ui.api_client import encode_namespace
+from lakekeeper_host.ui.api_client import ApiError, encode_namespace
 from lakekeeper_host.ui.views import (
     SNAPSHOT_ROWS,
     or_error,
@@ -38,13 +38,17 @@ async def data_tab(warehouse_id: str, metadata: dict[str, Any]) -> dict[str, Any
     if ref is None and snapshot_id is None and metadata.get("refs", {}).get("main"):
         ref = "main"
     choice = {"ref": ref} if ref else ({"snapshotId": snapshot_id} if snapshot_id is not None else {})
-    rows, rows_error = await or_error(api().management(
-        "GET", data_api_path(warehouse_id, table_id, "preview"), pageSize=PREVIEW_ROWS,
-        pageToken=request.args.get("data_token"), **choice))
-    stats, stats_error = await or_error(api().management(
+    try:
+        rows, rows_error = await api().management(
+            "GET", data_api_path(warehouse_id, table_id, "preview"), pageSize=PREVIEW_ROWS,
+            pageToken=request.args.get("data_token"), **choice), None
+    except ApiError as error:
+        rows, rows_error = None, error
+    refused = rows_error is not None and rows_error.status == 403
+    stats, stats_error = (None, None) if refused else await or_error(api().management(
         "GET", data_api_path(warehouse_id, table_id, "column-statistics"), **choice))
-    return {"rows": rows, "rows_error": rows_error, "stats": stats, "stats_error": stats_error,
-            "ref": ref, "snapshot_id": snapshot_id,
+    return {"rows": rows, "rows_error": str(rows_error) if rows_error else None, "refused": refused,
+            "stats": stats, "stats_error": stats_error, "ref": ref, "snapshot_id": snapshot_id,
             "largest_nulls": max([c.get("null-count") or 0 for c in (stats or {}).get("columns", [])] + [0])}
 
 
@@ -55,7 +59,7 @@ def history_tab(metadata: dict[str, Any], overview: dict[str, Any]) -> dict[str,
         "schemas": history.schema_history(metadata),
         "charts": [
             charts.line_chart([("size", series["total-files-size"])], chart_id="chart-size", title="Table size",
-                              value_format=formatting.size),
+                              value_format=formatting.size, base=1024),
             charts.line_chart([("data files", series["total-data-files"])], chart_id="chart-files",
                               title="Data files", value_format=formatting.count),
             charts.line_chart([("rows", series["total-records"])], chart_id="chart-rows", title="Rows",

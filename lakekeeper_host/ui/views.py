@@ -44,6 +44,7 @@ blueprint = Blueprint(
 PAGE_SIZE = 100  # rows per page of tables, views, namespaces, tasks, deleted items
 SNAPSHOT_ROWS = 200  # newest snapshots listed (and drawn) on a table page unless all are asked for
 TREE_CHILDREN = 200  # namespaces shown per tree level before "more"
+HOME_WAREHOUSE_COUNTS = 24  # warehouses whose table and view counts the server page shows
 OPEN_ENDPOINTS = {"console.login", "console.callback", "console.logged_out", "console.static"}
 
 
@@ -132,7 +133,7 @@ def ns_inputs(parts: list[str] | tuple[str, ...], name: str = "ns") -> Markup:
 
 for _name, _filter in (("ts", formatting.timestamp), ("size", formatting.size), ("count", formatting.count),
                        ("duration", formatting.duration), ("fields", formatting.readable_fields),
-                       ("epoch_ms", formatting.epoch_ms), ("fromjson", json.loads)):
+                       ("epoch_ms", formatting.epoch_ms), ("fromjson", json.loads), ("cell", formatting.cell)):
     blueprint.add_app_template_filter(_filter, _name)
 
 
@@ -305,7 +306,14 @@ async def home():
             warehouses = (await api().management("GET", "/warehouse")).get("warehouses", [])
         except ApiError as error:  # e.g. no project selected and no default project
             await flash(str(error), "error")
-    return await render_template("home.html", info=info, whoami=whoami, warehouses=warehouses)
+    counts = {}
+    for warehouse_entry in warehouses[:HOME_WAREHOUSE_COUNTS]:  # each one call; a big project shows the rest bare
+        if warehouse_entry.get("status") == "active":
+            found, _ = await or_error(api().management("GET", f"/warehouse/{warehouse_entry['warehouse-id']}/statistics",
+                                                       page_size=1))
+            if found and found.get("stats"):
+                counts[warehouse_entry["warehouse-id"]] = found["stats"][0]
+    return await render_template("home.html", info=info, whoami=whoami, warehouses=warehouses, counts=counts)
 
 
 @blueprint.post("/bootstrap")
@@ -734,8 +742,11 @@ async def tasks(warehouse_id: str):
     if request.args.get("queue"):  # the chosen queue's configuration for this warehouse
         queue_config, queue_config_error = await or_error(
             api().management("GET", queue_config_path(warehouse_id, request.args["queue"])))
+    tree = await namespace_tree(details, []) if details.get("status") == "active" else [
+        {"parts": [], "name": details["name"], "children": [], "more": False}]
     return await render_template("tasks.html", warehouse=details, listing=listing, queues=info.get("queues", []),
-                                 queue_config=queue_config, queue_config_error=queue_config_error)
+                                 queue_config=queue_config, queue_config_error=queue_config_error, tree=tree,
+                                 current_ns=[])
 
 
 def queue_config_path(warehouse_id: str, queue: str) -> str:

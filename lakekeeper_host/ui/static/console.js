@@ -55,10 +55,12 @@ function drawTimeline(container, snapshots) {
     svg.appendChild(dot);
     if (s.refs.length) {
       const text = s.refs.join(", ");
-      const half = text.length * 3.4;
-      labelRow = x - half < lastLabelEnd ? 1 - labelRow : 0;
-      lastLabelEnd = Math.max(lastLabelEnd, x + half);
-      svg.appendChild(svgNode("text", { x, y: y - 26 - 14 * labelRow, "text-anchor": "middle", class: "ref" }, text));
+      const half = text.length * 3.6;
+      const labelX = Math.min(Math.max(x, half + 4), width - half - 4);  // whole, also at either end
+      labelRow = labelX - half < lastLabelEnd ? 1 - labelRow : 0;
+      lastLabelEnd = Math.max(lastLabelEnd, labelX + half);
+      svg.appendChild(svgNode("text", { x: labelX, y: y - 26 - 14 * labelRow, "text-anchor": "middle", class: "ref" },
+        text));
     }
   });
   svg.appendChild(svgNode("text", { x: pad, y: height - 12 }, utc(snapshots[0].ts)));
