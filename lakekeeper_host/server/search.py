@@ -45,7 +45,9 @@ def distance(term: str, name: str, object_id: str) -> float:
     return round(1 - min(len(term), len(name)) / max(len(name), 1), 4)
 
 
-async def search_namespaces(state: AppState, meta: RequestMetadata, warehouse_id: str, body: Any) -> list[dict[str, Any]]:
+async def search_namespaces(
+    state: AppState, meta: RequestMetadata, warehouse_id: str, body: Any
+) -> list[dict[str, Any]]:
     """``POST .../search-namespace`` ``{"search": "..."}``: namespaces whose name contains the term (or whose
     id is it), best first; ``{"namespace-name", "namespace-id", "distance"}`` each."""
     warehouse, term, everything = await search_scope(state, meta, warehouse_id, body)

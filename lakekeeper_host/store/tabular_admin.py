@@ -146,7 +146,7 @@ async def search_tabulars(db: Executor, warehouse_id: str, term: str, *, limit: 
 async def search_namespaces(db: Executor, warehouse_id: str, term: str, *, limit: int) -> list[Row]:
     """Namespaces whose (full) name contains ``term`` (case-insensitive), or whose id is it; shortest names first."""
     return await db.fetch_all(
-        "SELECT id, name FROM namespace WHERE warehouse_id = :w AND (id = :exact OR name_key LIKE :pattern ESCAPE '\\') "
-        "ORDER BY LENGTH(name_key), name_key, id LIMIT :limit",
+        "SELECT id, name FROM namespace WHERE warehouse_id = :w "
+        "AND (id = :exact OR name_key LIKE :pattern ESCAPE '\\') ORDER BY LENGTH(name_key), name_key, id LIMIT :limit",
         {"w": warehouse_id, "exact": term, "pattern": _like_pattern(term), "limit": limit},
     )

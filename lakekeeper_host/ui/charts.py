@@ -165,6 +165,7 @@ def bar_chart(
             base[ms] = below + value
             tip = f"{timestamp(ms)} · {name}: {value_format(value)}"
             parts.append(f'<rect class="bar-rect" x="{x(ms) + 1:.1f}" y="{y_top:.1f}" width="{bar_w:.1f}" '
-                         f'height="{bar_h:.1f}" fill="{color}" data-value="{value}"><title>{escape(tip)}</title></rect>')
+                         f'height="{bar_h:.1f}" fill="{color}" data-value="{value}">'
+                         f'<title>{escape(tip)}</title></rect>')
     parts.append("</svg>")
     return _figure(chart_id, title, parts, [name for name, _ in series], colors, first, last)

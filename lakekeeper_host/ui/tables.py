@@ -11,11 +11,11 @@ from lakekeeper_host.ui import charts, formatting, history
 from lakekeeper_host.ui.api_client import ApiError, encode_namespace
 from lakekeeper_host.ui.views import (
     SNAPSHOT_ROWS,
-    or_error,
     api,
     blueprint,
     namespace_arg,
     namespace_tree,
+    or_error,
     protection_of,
     table_overview,
     warehouse_of,

@@ -29,8 +29,8 @@ from quart import (
 
 from lakekeeper_host.api.common import base_uri_for, state
 from lakekeeper_host.runtime.snippets import client_snippets
-from lakekeeper_host.ui.api_client import ApiError, ConsoleApi, encode_namespace
 from lakekeeper_host.ui import formatting
+from lakekeeper_host.ui.api_client import ApiError, ConsoleApi, encode_namespace
 from lakekeeper_host.ui.auth import ConsoleAuth, csrf_token, csrf_valid
 from lakekeeper_host.ui.forms import FormInputError, credential_sections, profile_section, read_section
 
@@ -309,8 +309,8 @@ async def home():
     counts = {}
     for warehouse_entry in warehouses[:HOME_WAREHOUSE_COUNTS]:  # each one call; a big project shows the rest bare
         if warehouse_entry.get("status") == "active":
-            found, _ = await or_error(api().management("GET", f"/warehouse/{warehouse_entry['warehouse-id']}/statistics",
-                                                       page_size=1))
+            found, _ = await or_error(api().management(
+                "GET", f"/warehouse/{warehouse_entry['warehouse-id']}/statistics", page_size=1))
             if found and found.get("stats"):
                 counts[warehouse_entry["warehouse-id"]] = found["stats"][0]
     return await render_template("home.html", info=info, whoami=whoami, warehouses=warehouses, counts=counts)

@@ -117,7 +117,8 @@ def test_a_tables_history_data_search_and_statistics(backend_server, page, tmp_p
     server = backend_server
     name = f"history_{server.backend}"
     warehouse_id = httpx.post(server.url + "/management/v1/warehouse", json={
-        "warehouse-name": name, "storage-profile": {"type": "file", "root": str(tmp_path / name)}}).json()["warehouse-id"]
+        "warehouse-name": name, "storage-profile": {"type": "file", "root": str(tmp_path / name)},
+    }).json()["warehouse-id"]
     catalog = RestCatalog("history", uri=server.catalog_url, warehouse=name)
     catalog.create_namespace("sales")
     table = catalog.create_table("sales.orders", schema=SCHEMA)

@@ -30,7 +30,8 @@ ISO_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 
 
 def load_pipeline():
-    spec = importlib.util.spec_from_file_location("lakehouse_pipeline", ROOT / "examples/lakehouse-pipeline/pipeline.py")
+    spec = importlib.util.spec_from_file_location("lakehouse_pipeline",
+                                                  ROOT / "examples" / "lakehouse-pipeline" / "pipeline.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -87,8 +88,8 @@ def run(server, idp, pipeline, spark, browser, screenshot, tmp_path):
     assert httpx.post(server.url + "/management/v1/user", json={}, timeout=30,
                       headers={"Authorization": f"Bearer {bob_token}"}).status_code in (200, 201)
     alice.post(f"/management/v1/role/{role['id']}/members", json={"members": [{"type": "user", "id": bob.user_id}]})
-    namespaces = {name: alice.get(f"/catalog/v1/{warehouse_id}/namespaces/{name}",
-                                  params={"returnUuid": "true"}).json()["namespace-uuid"] for name in ("silver", "gold")}
+    namespaces = {name: alice.get(f"/catalog/v1/{warehouse_id}/namespaces/{name}", params={"returnUuid": "true"})
+                  .json()["namespace-uuid"] for name in ("silver", "gold")}
     assert alice.grant(f"/namespace/{namespaces['gold']}", writes=[{"type": "select", "role": role["id"]}]) \
         .status_code == 204
     assert alice.grant(f"/namespace/{namespaces['silver']}", writes=[{"type": "describe", "user": bob.user_id}]) \
