@@ -137,6 +137,13 @@ def run(server, idp, pipeline, spark, browser, screenshot, tmp_path):
         assert expected in text, (name, expected)
         screenshot(page, name)
 
+    # the search box suggests as you type
+    page.goto(f"{base}/namespace?ns=gold")
+    page.fill("#search-form input[name=q]", "order")
+    page.wait_for_selector("#search-form .suggestions:not([hidden]) a")
+    assert "silver.orders" in page.locator("#search-form .suggestions").inner_text()
+    screenshot(page, "search-suggestions")
+
     # bob: what partial access looks like
     bob_context = browser.new_context(viewport={"width": 1360, "height": 900})
     bob_page = bob_context.new_page()
