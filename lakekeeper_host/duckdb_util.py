@@ -108,6 +108,29 @@ def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def install_extensions(extension_directory: str | Path | None = None) -> Path:
+    """Copy the extensions of the PyPI wheels to where DuckDB's ``INSTALL`` looks (``~/.duckdb/extensions/
+    v<version>/<platform>``, or ``extension_directory``), so that ``INSTALL iceberg; LOAD iceberg;`` works
+    offline in any DuckDB of this version; returns the folder."""
+    import shutil
+
+    import duckdb
+
+    with duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}) as con:
+        platform = con.execute("PRAGMA platform").fetchone()[0]
+        configured = con.sql("SELECT current_setting('extension_directory')").fetchone()[0]
+    root = Path(extension_directory or configured or Path.home() / ".duckdb" / "extensions").expanduser()
+    target = root / f"v{duckdb.__version__}" / platform
+    target.mkdir(parents=True, exist_ok=True)
+    for name in EXTENSIONS:
+        source = extension_path(name)
+        if not (target / source.name).is_file() or (target / source.name).stat().st_size != source.stat().st_size:
+            partial = target / f"{source.name}.part"
+            shutil.copyfile(source, partial)
+            partial.replace(target / source.name)
+    return target
+
+
 def load_statements() -> list[str]:
     """``LOAD '<path>'`` for each extension, for a DuckDB shell of the same version."""
     return [f"LOAD {_literal(str(extension_path(name)))};" for name in EXTENSIONS]
@@ -124,10 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warehouse", default="demo")
     parser.add_argument("--token", help="bearer token for an authenticated catalog")
     parser.add_argument("--print-load", action="store_true", help="print the LOAD statements and exit")
+    parser.add_argument("--install-extensions", action="store_true",
+                        help="copy the extensions where DuckDB's INSTALL finds them (offline INSTALL iceberg) and exit")
     args = parser.parse_args(argv)
     try:
         if args.print_load:
             print("\n".join(load_statements()))
+            return 0
+        if args.install_extensions:
+            print(f"DuckDB extensions {', '.join(EXTENSIONS)} installed in {install_extensions()}")
             return 0
         con = connect_duckdb()
     except (ExtensionNotFound, ImportError) as exc:

@@ -19,7 +19,7 @@ from lakekeeper_host.api.common import (
 )
 from lakekeeper_host.errors import bad_request, not_found
 from lakekeeper_host.serde import iso_timestamp, structure_body
-from lakekeeper_host.server import kinds, statistics, warehouses
+from lakekeeper_host.server import kinds, search, statistics, warehouses
 from lakekeeper_host.server.authorize import authorize, authorize_warehouse, visible
 from lakekeeper_host.server.namespaces import admin as namespace_admin
 from lakekeeper_host.server.projects import authorize_project, resolve_project_id
@@ -256,7 +256,14 @@ async def search_tabular(warehouse_id: str):
     return json_response({"tabulars": found})
 
 
-# ---------------------------------------------------------------- protection of namespaces and tabulars
+@blueprint.post("/warehouse/<warehouse_id>/search-namespace")
+async def search_namespace(warehouse_id: str):
+    """Namespaces whose name contains the search string (an extension beside Lakekeeper's search-tabular)"""
+    found = await search.search_namespaces(state(), metadata(), warehouse_id, await json_body())
+    return json_response({"namespaces": found})
+
+
+# ---------------------------------------------------------------- protection of namespaces, tables, views
 
 
 @blueprint.get("/warehouse/<warehouse_id>/table/<table_id>/protection")

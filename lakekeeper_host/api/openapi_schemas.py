@@ -496,6 +496,47 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
                                "type": {"enum": ["table", "view"]}, "id": {"type": "string"}}},
                            "distance": {"anyOf": [{"type": "number"}, {"type": "null"}]}}}}},
     },
+    "SearchNamespaceList": {
+        "type": "object", "required": ["namespaces"],
+        "properties": {"namespaces": {"type": "array", "items": {
+            "type": "object", "required": ["namespace-name", "namespace-id"],
+            "properties": {"namespace-name": _STRINGS, "namespace-id": {"type": "string"},
+                           "distance": {"anyOf": [{"type": "number"}, {"type": "null"}]}}}}},
+    },
+    "TablePreview": {
+        "type": "object", "required": ["snapshot-id", "columns", "rows", "next-page-token"],
+        "description": "One page of a table's rows, each a list in column order (times as ISO-8601, decimals as "
+                       "text, binary as hex)",
+        "properties": {
+            "snapshot-id": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "schema-id": {"type": "integer"},
+            "columns": {"type": "array", "items": {
+                "type": "object", "required": ["field-id", "name", "type"],
+                "properties": {"field-id": {"type": "integer"}, "name": {"type": "string"},
+                               "type": {"type": "string"}, "required": {"type": "boolean"}}}},
+            "rows": {"type": "array", "items": {"type": "array"}},
+            "next-page-token": _TEXT_OR_NULL,
+        },
+    },
+    "ColumnStatistics": {
+        "type": "object", "required": ["snapshot-id", "columns"],
+        "description": "What the manifests of a snapshot record, summed over its live data files",
+        "properties": {
+            "snapshot-id": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "schema-id": {"type": "integer"},
+            **{key: {"type": "integer"} for key in (
+                "data-files", "delete-files", "record-count", "deleted-record-count", "file-size-in-bytes",
+                "delete-file-size-in-bytes")},
+            "columns": {"type": "array", "items": {
+                "type": "object", "required": ["field-id", "name", "type"],
+                "properties": {
+                    "field-id": {"type": "integer"}, "name": {"type": "string"}, "type": {"type": "string"},
+                    **{key: {"anyOf": [{"type": "integer"}, {"type": "null"}]} for key in (
+                        "value-count", "null-count", "nan-count", "column-size-in-bytes")},
+                    "lower-bound": {}, "upper-bound": {}, "bounds-complete": {"type": "boolean"},
+                }}},
+        },
+    },
     "ValidationReport": {
         "type": "object", "required": ["valid", "checks"],
         "description": "Each check of a storage validation; `valid` is false when one failed",

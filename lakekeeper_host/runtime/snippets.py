@@ -8,7 +8,8 @@ from lakekeeper_host.spark import offline_jars_missing, spark_snippet
 
 
 def client_snippets(catalog_uri: str, warehouse: str, *, authenticated: bool = False) -> dict[str, str]:
-    """Paste-ready code per client (the CLI banner and the console's "connect compute" panel).
+    """Paste-ready code per client (the CLI banner and the console's "connect compute" panel); each one
+    runs as copied on a machine with this package (and its ``spark`` / ``duckdb`` extras) installed.
 
     ``authenticated`` adds a ``<token>`` placeholder where the client takes a bearer token.
     """
@@ -24,8 +25,20 @@ def client_snippets(catalog_uri: str, warehouse: str, *, authenticated: bool = F
             "from pyiceberg.catalog.rest import RestCatalog\n"
             f'catalog = RestCatalog("lakekeeper", uri="{catalog_uri}", warehouse="{warehouse}"{token_arg})\n'
         ),
-        "Spark": spark_snippet(catalog_uri, warehouse),
-        "DuckDB": duckdb_auth + "\n",
+        "Spark": (
+            "# PySpark 3.5 on Java 17 with the Iceberg runtime from local jars (pip install 'lakekeeper-host[spark]';\n"
+            "# without Maven access run scripts/build-spark-jars.sh once first) or, where Maven answers, from there\n"
+            "from lakekeeper_host.spark import build_spark_session\n"
+            "\n"
+            f'spark = build_spark_session("{catalog_uri}", "{warehouse}"{token_arg})\n'
+            "spark.sql(\"SHOW NAMESPACES IN lakekeeper\").show()\n"
+        ),
+        "DuckDB": (
+            "-- DuckDB 1.5.5. Offline, first run: python -m lakekeeper_host.duckdb_util --install-extensions\n"
+            "-- (puts the iceberg, httpfs and avro extensions of the PyPI wheels where INSTALL finds them)\n"
+            "INSTALL iceberg; LOAD iceberg;\n"
+            f"{duckdb_auth}\n"
+        ),
     }
 
 
@@ -41,6 +54,7 @@ def connection_snippets(catalog_uri: str, warehouse: str, *, authenticated: bool
     snippets = {name: textwrap.indent(code, "    ").rstrip() for name, code in
                 client_snippets(catalog_uri, warehouse, authenticated=authenticated).items()}
     token_arg = ', token="<token>"' if authenticated else ""
+    maven_spark = textwrap.indent(spark_snippet(catalog_uri, warehouse), "    ").rstrip()
     return f"""
 Lakekeeper is serving the Iceberg REST catalog at {catalog_uri} (warehouse {warehouse!r}).
 
@@ -53,7 +67,7 @@ PySpark with this package (Iceberg runtime 1.10, Java 17; {spark_offline_note()}
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lakekeeper.demo")
 
 PySpark anywhere else (fetches the Iceberg runtime from Maven Central):
-{snippets["Spark"]}
+{maven_spark}
 
 DuckDB from Python, offline (pip install -e '.[duckdb]': DuckDB 1.5.5 with its extensions from PyPI wheels):
     from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
@@ -64,6 +78,5 @@ DuckDB from Python, offline (pip install -e '.[duckdb]': DuckDB 1.5.5 with its e
 DuckDB from a shell: python -m lakekeeper_host.duckdb_util --uri {catalog_uri} --warehouse {warehouse} "SHOW ALL TABLES"
 
 DuckDB elsewhere (INSTALL downloads; offline, use the LOAD lines of python -m lakekeeper_host.duckdb_util --print-load):
-    INSTALL iceberg; LOAD iceberg;
 {snippets["DuckDB"]}
 """

@@ -126,13 +126,27 @@ async def count_tabulars(db: Executor, warehouse_id: str) -> dict[str, int]:
     return counts
 
 
+def _like_pattern(term: str) -> str:
+    """``%term%`` for ``LIKE ... ESCAPE '\\'``, matching ``term`` literally and case-insensitively (on ``name_key``)."""
+    escaped = term.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
 async def search_tabulars(db: Executor, warehouse_id: str, term: str, *, limit: int) -> list[Row]:
     """Live tables and views whose name or namespace contains ``term`` (case-insensitive), or whose id is it."""
-    escaped = term.casefold().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return await db.fetch_all(
         "SELECT t.id, t.name, t.typ, n.name AS namespace_name FROM tabular t JOIN namespace n ON n.id = t.namespace_id "
         "WHERE t.warehouse_id = :w AND t.deleted_at IS NULL AND t.staged = :false "
         "AND (t.id = :exact OR t.name_key LIKE :pattern ESCAPE '\\' OR n.name_key LIKE :pattern ESCAPE '\\') "
         "ORDER BY LENGTH(t.name_key), t.name_key, t.id LIMIT :limit",
-        {"w": warehouse_id, "false": False, "exact": term, "pattern": f"%{escaped}%", "limit": limit},
+        {"w": warehouse_id, "false": False, "exact": term, "pattern": _like_pattern(term), "limit": limit},
+    )
+
+
+async def search_namespaces(db: Executor, warehouse_id: str, term: str, *, limit: int) -> list[Row]:
+    """Namespaces whose (full) name contains ``term`` (case-insensitive), or whose id is it; shortest names first."""
+    return await db.fetch_all(
+        "SELECT id, name FROM namespace WHERE warehouse_id = :w "
+        "AND (id = :exact OR name_key LIKE :pattern ESCAPE '\\') ORDER BY LENGTH(name_key), name_key, id LIMIT :limit",
+        {"w": warehouse_id, "exact": term, "pattern": _like_pattern(term), "limit": limit},
     )

@@ -16,6 +16,7 @@ from lakekeeper_host.ui.auth import SESSION_COOKIE, ConsoleAuth
 
 
 def register_console(app: Quart, settings: Settings) -> None:
+    from lakekeeper_host.ui import insights, permissions, tables  # noqa: F401 - their pages join the blueprint
     from lakekeeper_host.ui.views import blueprint, callback
 
     # every page makes in-process API calls; the API logs and counts them already, httpx's per-request

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
+from markupsafe import Markup
 from quart import (
     Blueprint,
     current_app,
@@ -28,6 +29,7 @@ from quart import (
 
 from lakekeeper_host.api.common import base_uri_for, state
 from lakekeeper_host.runtime.snippets import client_snippets
+from lakekeeper_host.ui import formatting
 from lakekeeper_host.ui.api_client import ApiError, ConsoleApi, encode_namespace
 from lakekeeper_host.ui.auth import ConsoleAuth, csrf_token, csrf_valid
 from lakekeeper_host.ui.forms import FormInputError, credential_sections, profile_section, read_section
@@ -42,6 +44,7 @@ blueprint = Blueprint(
 PAGE_SIZE = 100  # rows per page of tables, views, namespaces, tasks, deleted items
 SNAPSHOT_ROWS = 200  # newest snapshots listed (and drawn) on a table page unless all are asked for
 TREE_CHILDREN = 200  # namespaces shown per tree level before "more"
+HOME_WAREHOUSE_COUNTS = 24  # warehouses whose table and view counts the server page shows
 OPEN_ENDPOINTS = {"console.login", "console.callback", "console.logged_out", "console.static"}
 
 
@@ -116,30 +119,72 @@ async def api_error(error: ApiError):
 
 
 @blueprint.app_template_global()
-def ns_param(parts: list[str] | tuple[str, ...]) -> str:
-    """A namespace in a console URL: parts joined by the unit separator (as the API's path segment)."""
-    return "\x1f".join(parts)
+def ns_param(parts: list[str] | tuple[str, ...]) -> list[str]:
+    """A namespace in a console URL: one ``ns`` parameter per level (``?ns=sales&ns=eu``), readable and
+    exact for names with any character, dots included."""
+    return list(parts)
+
+
+@blueprint.app_template_global()
+def ns_inputs(parts: list[str] | tuple[str, ...], name: str = "ns") -> Markup:
+    """Hidden inputs carrying a namespace in a form, one per level (read back with :func:`namespace_parts`)."""
+    return Markup("").join(Markup('<input type="hidden" name="{}" value="{}">').format(name, part) for part in parts)
+
+
+for _name, _filter in (("ts", formatting.timestamp), ("size", formatting.size), ("count", formatting.count),
+                       ("duration", formatting.duration), ("fields", formatting.readable_fields),
+                       ("epoch_ms", formatting.epoch_ms), ("fromjson", json.loads), ("cell", formatting.cell)):
+    blueprint.add_app_template_filter(_filter, _name)
+
+
+def namespace_parts(values: list[str]) -> list[str]:
+    """The namespace levels of repeated ``ns`` values; one value joined by the unit separator (the
+    API's own form, which older links and the benchmark use) is split."""
+    if len(values) == 1 and "\x1f" in values[0]:
+        values = values[0].split("\x1f")
+    return [part for part in values if part]
 
 
 @blueprint.app_template_global()
 def page_url(token_name: str, token: str | None = None) -> str:
     """This page with another page token for one of its lists (the others keep theirs)."""
-    args = {key: value for key, value in request.args.items() if key != token_name}
+    args = {key: values for key, values in request.args.lists() if key != token_name}
     if token:
-        args[token_name] = token
+        args[token_name] = [token]
     return url_for(request.endpoint, **(request.view_args or {}), **args)
 
 
 @blueprint.context_processor
 async def common_context() -> dict[str, Any]:
     auth = console_auth()
+    signed_in = auth.enabled and auth.token() is not None
+    can_call = signed_in or not auth.enabled
     return {
         "csrf_token": csrf_token,
         "login_enabled": auth.enabled,
-        "signed_in": auth.enabled and auth.token() is not None,
+        "signed_in": signed_in,
+        # signed out, only the sign-in works: the navigation offers nothing else
+        "navigation": can_call,
         "permissions_enabled": permissions_available(),
         "current_project_id": session.get("project_id"),
+        "current_project": await current_project() if can_call else None,
     }
+
+
+async def current_project() -> dict[str, str] | None:
+    """``{"id", "name"}`` of the project every call goes to (the chosen one, else the server's
+    default), as ``GET /management/v1/project`` names it; asked once per session and project."""
+    cached = session.get("project")
+    if cached and cached.get("for") == (session.get("project_id") or ""):
+        return cached
+    try:
+        project = await api().management("GET", "/project")
+    except ApiError:
+        return None  # not bootstrapped, or no project chosen and no default project
+    cached = {"for": session.get("project_id") or "", "id": project.get("project-id", ""),
+              "name": project.get("project-name") or project.get("project-id", "")}
+    session["project"] = cached
+    return cached
 
 
 def permissions_available() -> bool:
@@ -163,6 +208,14 @@ async def act(action: Callable[[], Awaitable[Any]], success: str, back: str):
     return redirect(back)
 
 
+async def or_error(call: Awaitable[Any]) -> tuple[Any, str | None]:
+    """(answer, None), or (None, the API's message) when it refused: for parts of a page that may fail alone."""
+    try:
+        return await call, None
+    except ApiError as error:
+        return None, str(error)
+
+
 def safe_next(path: str | None) -> str:
     """Only console paths of this server (no open redirect after login)."""
     if path and path.startswith("/ui") and not urlsplit(path).netloc and not path.startswith("//"):
@@ -181,8 +234,7 @@ def page_size() -> int:
 
 
 def namespace_arg(name: str = "ns") -> list[str]:
-    raw = request.args.get(name) or ""
-    return [part for part in raw.split("\x1f")] if raw else []
+    return namespace_parts(request.args.getlist(name))
 
 
 # ---------------------------------------------------------------- sign-in
@@ -254,7 +306,14 @@ async def home():
             warehouses = (await api().management("GET", "/warehouse")).get("warehouses", [])
         except ApiError as error:  # e.g. no project selected and no default project
             await flash(str(error), "error")
-    return await render_template("home.html", info=info, whoami=whoami, warehouses=warehouses)
+    counts = {}
+    for warehouse_entry in warehouses[:HOME_WAREHOUSE_COUNTS]:  # each one call; a big project shows the rest bare
+        if warehouse_entry.get("status") == "active":
+            found, _ = await or_error(api().management(
+                "GET", f"/warehouse/{warehouse_entry['warehouse-id']}/statistics", page_size=1))
+            if found and found.get("stats"):
+                counts[warehouse_entry["warehouse-id"]] = found["stats"][0]
+    return await render_template("home.html", info=info, whoami=whoami, warehouses=warehouses, counts=counts)
 
 
 @blueprint.post("/bootstrap")
@@ -269,7 +328,9 @@ async def bootstrap():
 @blueprint.get("/projects")
 async def projects():
     listing = await api().management("GET", "/project-list")
-    return await render_template("projects.html", projects=listing.get("projects", []))
+    current = await current_project()
+    return await render_template("projects.html", projects=listing.get("projects", []),
+                                 current_id=current["id"] if current else None)
 
 
 @blueprint.post("/projects")
@@ -292,14 +353,19 @@ async def select_project():
 @blueprint.post("/projects/<project_id>/rename")
 async def rename_project(project_id: str):
     name = (await request.form).get("new-name", "")
-    return await act(lambda: api().management("POST", f"/project/{project_id}/rename", json={"new-name": name}),
-                     f"Project renamed to {name!r}.", url_for("console.projects"))
+
+    async def rename():
+        await api().management("POST", f"/project/{project_id}/rename", json={"new-name": name})
+        session.pop("project", None)  # the header names the project anew
+
+    return await act(rename, f"Project renamed to {name!r}.", url_for("console.projects"))
 
 
 @blueprint.post("/projects/<project_id>/delete")
 async def delete_project(project_id: str):
     async def delete():
         await api().management("DELETE", f"/project/{project_id}")
+        session.pop("project", None)
         if session.get("project_id") == project_id:
             session.pop("project_id", None)
     return await act(delete, "Project deleted.", url_for("console.projects"))
@@ -381,7 +447,30 @@ async def warehouse(warehouse_id: str):
     catalog_uri = base_uri() + "/catalog"
     snippets = client_snippets(catalog_uri, details["name"], authenticated=console_auth().enabled)
     return await render_template("warehouse.html", warehouse=details, deleted=deleted, tree=tree,
-                                 children=children, snippets=snippets, current_ns=[])
+                                 children=children, snippets=snippets, current_ns=[],
+                                 default_expiration=default_expiration_seconds())
+
+
+@blueprint.post("/warehouses/<warehouse_id>/delete-profile")
+async def set_delete_profile(warehouse_id: str):
+    """Switch between soft deletion (with its expiration) and hard deletion."""
+    form = await request.form
+
+    async def change():
+        if form.get("delete-mode") == "soft":
+            try:
+                seconds = int(form.get("expiration-seconds") or default_expiration_seconds())
+            except ValueError:
+                raise FormInputError("The expiration must be a whole number of seconds") from None
+            profile: dict[str, Any] = {"type": "soft", "expiration-seconds": seconds}
+        else:
+            profile = {"type": "hard"}
+        await api().management("POST", f"/warehouse/{warehouse_id}/delete-profile", json={"delete-profile": profile})
+
+    soft = form.get("delete-mode") == "soft"
+    return await act(change, "Dropped tables and views now stay restorable until they expire." if soft else
+                     "Dropped tables and views are now deleted at once.",
+                     url_for("console.warehouse", warehouse_id=warehouse_id) + "#deleted")
 
 
 @blueprint.post("/warehouses/<warehouse_id>/rename")
@@ -453,10 +542,11 @@ async def delete_warehouse(warehouse_id: str):
 async def undrop(warehouse_id: str):
     form = await request.form
     targets = [{"type": form.get("type", "table"), "id": form.get("id", "")}]
+    back = safe_next(form.get("next")) if form.get("next") else url_for("console.warehouse", warehouse_id=warehouse_id)
     return await act(
         lambda: api().management("POST", f"/warehouse/{warehouse_id}/deleted-tabulars/undrop",
                                  json={"targets": targets}),
-        f"{form.get('name') or 'Item'} restored.", url_for("console.warehouse", warehouse_id=warehouse_id))
+        f"{form.get('name') or 'Item'} restored.", back)
 
 
 # ---------------------------------------------------------------- namespaces, tables, views
@@ -516,7 +606,7 @@ async def namespace(warehouse_id: str):
 @blueprint.post("/warehouses/<warehouse_id>/namespaces")
 async def create_namespace(warehouse_id: str):
     form = await request.form
-    parent = [p for p in (form.get("parent") or "").split("\x1f") if p]
+    parent = namespace_parts(form.getlist("parent"))
     parts = [*parent, form.get("name", "")]
 
     async def create():
@@ -529,7 +619,7 @@ async def create_namespace(warehouse_id: str):
 
 @blueprint.post("/warehouses/<warehouse_id>/namespace/delete")
 async def delete_namespace(warehouse_id: str):
-    parts = [p for p in ((await request.form).get("ns") or "").split("\x1f") if p]
+    parts = namespace_parts((await request.form).getlist("ns"))
 
     async def delete():
         details = await warehouse_of(warehouse_id)
@@ -586,41 +676,38 @@ def table_overview(metadata: dict[str, Any], snapshot_limit: int | None = SNAPSH
     }
 
 
-@blueprint.get("/warehouses/<warehouse_id>/table")
-async def table(warehouse_id: str):
-    details = await warehouse_of(warehouse_id)
-    parts, name = namespace_arg(), request.args.get("name", "")
-    loaded = await api().catalog("GET", details["name"], f"/namespaces/{encode_namespace(parts)}/tables/"
-                                 f"{encode_namespace([name])}", snapshots="all")
-    metadata = loaded.get("metadata", {})
-    tree = await namespace_tree(details, parts)
-    protection = await protection_of(warehouse_id, "table", metadata.get("table-uuid"))
-    return await render_template("table.html", warehouse=details, ns=parts, name=name, loaded=loaded,
-                                 metadata=metadata, tree=tree, current_ns=parts, protection=protection,
-                                 overview=table_overview(metadata, None if request.args.get("all_snapshots") else
-                                                         SNAPSHOT_ROWS))
-
-
 @blueprint.post("/warehouses/<warehouse_id>/tabular/drop")
 async def drop_tabular(warehouse_id: str):
     form = await request.form
-    parts, name, kind = [p for p in (form.get("ns") or "").split("\x1f") if p], form.get("name", ""), form.get("kind")
+    parts, name, kind = namespace_parts(form.getlist("ns")), form.get("name", ""), form.get("kind")
     collection = "views" if kind == "view" else "tables"
-
-    async def drop():
-        details = await warehouse_of(warehouse_id)
+    label = "View" if kind == "view" else "Table"
+    details = await warehouse_of(warehouse_id)
+    try:
         await api().catalog("DELETE", details["name"],
                             f"/namespaces/{encode_namespace(parts)}/{collection}/{encode_namespace([name])}",
                             purgeRequested="true" if form.get("purge") == "true" else None)
-
-    try:
-        await drop()
     except ApiError as error:
         await flash(str(error), "error")
         return redirect(url_for(f"console.{kind or 'table'}", warehouse_id=warehouse_id, ns=ns_param(parts),
                                 name=name))
-    await flash(f"{'View' if kind == 'view' else 'Table'} {name!r} dropped.", "success")
-    return redirect(url_for("console.namespace", warehouse_id=warehouse_id, ns=ns_param(parts)))
+    back = url_for("console.namespace", warehouse_id=warehouse_id, ns=ns_param(parts))
+    await flash(json.dumps(dropped_notice(details, label, name, kind or "table", form.get("id"), back)), "undrop")
+    return redirect(back)
+
+
+def dropped_notice(warehouse: dict[str, Any], label: str, name: str, kind: str, tabular_id: str | None,
+                   back: str) -> dict[str, Any]:
+    """What the page after a drop says, with an Undrop button while the warehouse keeps dropped items."""
+    profile = warehouse.get("delete-profile") or {}
+    if profile.get("type") != "soft":
+        return {"text": f"{label} {name!r} dropped. Warehouse {warehouse['name']!r} deletes at once (delete profile "
+                        f"hard): it cannot be restored."}
+    seconds = profile.get("expiration-seconds")
+    window = f" for {formatting.duration(seconds)}" if seconds else ""
+    return {"text": f"{label} {name!r} dropped. It stays restorable{window}: undrop it here, or later from the "
+                    f"warehouse's soft-deleted list.",
+            "id": tabular_id, "type": kind, "name": name, "warehouse": warehouse["warehouse-id"], "next": back}
 
 
 @blueprint.get("/warehouses/<warehouse_id>/view")
@@ -734,10 +821,13 @@ async def tasks(warehouse_id: str):
     listing = await api().management("POST", f"/warehouse/{warehouse_id}/task/list", json=body)
     queue_config, queue_config_error = None, None
     if request.args.get("queue"):  # the chosen queue's configuration for this warehouse
-        queue_config, queue_config_error = await _or_error(
+        queue_config, queue_config_error = await or_error(
             api().management("GET", queue_config_path(warehouse_id, request.args["queue"])))
+    tree = await namespace_tree(details, []) if details.get("status") == "active" else [
+        {"parts": [], "name": details["name"], "children": [], "more": False}]
     return await render_template("tasks.html", warehouse=details, listing=listing, queues=info.get("queues", []),
-                                 queue_config=queue_config, queue_config_error=queue_config_error)
+                                 queue_config=queue_config, queue_config_error=queue_config_error, tree=tree,
+                                 current_ns=[])
 
 
 def queue_config_path(warehouse_id: str, queue: str) -> str:
@@ -765,6 +855,34 @@ async def set_queue_config(warehouse_id: str):
 
     return await act(save, f"Configuration of queue {queue!r} saved.",
                      url_for("console.tasks", warehouse_id=warehouse_id, queue=queue))
+
+
+# what Run now / Cancel costs, per queue (Lakekeeper's expiration queue is named tabular_expiration)
+TASK_CONSEQUENCES: dict[str, dict[str, str]] = {
+    "soft_deletion": {
+        "run-now": "Run now deletes {entity} for good right away: its undrop window ends now instead of at {when}, "
+                   "and it can never be restored. Continue?",
+        "cancel": "Cancel stops the expiry of {entity}: it stays soft-deleted and restorable with Undrop, and is "
+                  "not deleted for good at {when}. Continue?",
+    },
+    "tabular_purge": {
+        "run-now": "Run now deletes the data and metadata files of {entity} from storage right away. They cannot be "
+                   "recovered. Continue?",
+        "cancel": "Cancel leaves the files of {entity} in storage: nothing will remove them later. Continue?",
+    },
+}
+TASK_CONSEQUENCES["tabular_expiration"] = TASK_CONSEQUENCES["soft_deletion"]
+DEFAULT_TASK_CONSEQUENCES = {
+    "run-now": "Run now starts the {queue} task of {entity} right away instead of at {when}. Continue?",
+    "cancel": "Cancel stops the {queue} task of {entity}: its work will not be done. Continue?",
+}
+
+
+@blueprint.app_template_global()
+def task_consequence(queue: str, action: str, entity: str, when: str) -> str:
+    """The confirmation a task action asks for: what will be lost."""
+    text = TASK_CONSEQUENCES.get(queue, DEFAULT_TASK_CONSEQUENCES).get(action, "Continue?")
+    return text.format(queue=queue, entity=entity, when=when)
 
 
 @blueprint.post("/warehouses/<warehouse_id>/tasks/control")
@@ -838,102 +956,3 @@ async def delete_role(role_id: str):
 async def delete_user(user_id: str):
     return await act(lambda: api().management("DELETE", f"/user/{user_id}"), "User deleted.",
                      url_for("console.identities"))
-
-
-PERMISSION_KINDS = ("server", "project", "warehouse", "namespace", "table", "view", "generic-table", "role")
-# relations offered in the grant form (the authorizer decides which are grantable where)
-RELATION_SUGGESTIONS = ("ownership", "describe", "select", "create", "modify", "pass_grants", "manage_grants",
-                        "project_admin", "security_admin", "data_admin", "role_creator", "admin", "operator",
-                        "assignee")
-
-
-def permissions_api_path(kind: str, object_id: str | None, warehouse_id: str | None) -> str:
-    """The object's path under ``/management/v1`` in the permissions API."""
-    if kind == "server":
-        return "/permissions/server"
-    if kind == "project":
-        return f"/permissions/project/{object_id}" if object_id else "/permissions/project"
-    if kind in ("table", "view", "generic-table"):
-        return f"/permissions/warehouse/{warehouse_id}/{kind}/{object_id}"
-    return f"/permissions/{kind}/{object_id}"
-
-
-@blueprint.app_template_global()
-def permissions_url(kind: str, object_id: str | None = None, warehouse_id: str | None = None,
-                    label: str | None = None) -> str:
-    args = {k: v for k, v in (("id", object_id), ("warehouse", warehouse_id), ("label", label)) if v}
-    return url_for("console.object_permissions", kind=kind, **args)
-
-
-def _require_permissions() -> None:
-    if not permissions_available():
-        raise ApiError(404, "NotFound", "Permissions are managed by the authorizer; the allow-all authorizer "
-                                        "keeps none.")
-
-
-async def _or_error(call: Awaitable[Any]) -> tuple[Any, str | None]:
-    try:
-        return await call, None
-    except ApiError as error:
-        return None, str(error)
-
-
-@blueprint.get("/permissions")
-async def permissions():
-    _require_permissions()
-    warehouse_listing = await api().management("GET", "/warehouse")
-    objects = [("server", None, "Server"), ("project", None, "Current project")] + [
-        ("warehouse", w["warehouse-id"], f"Warehouse {w['name']}") for w in warehouse_listing.get("warehouses", [])
-    ]
-    return await render_template("permissions.html", objects=objects)
-
-
-@blueprint.get("/permissions/<kind>")
-async def object_permissions(kind: str):
-    """One object's permissions: my access, its assignments (with revoke), a grant form and, for
-    warehouses and namespaces, managed access."""
-    _require_permissions()
-    if kind not in PERMISSION_KINDS:
-        raise ApiError(404, "NotFound", f"No permissions for a {kind!r}")
-    object_id, warehouse_id = request.args.get("id"), request.args.get("warehouse")
-    path = permissions_api_path(kind, object_id, warehouse_id)
-    access = await api().management("GET", path + "/access")
-    assignments, assignments_error = await _or_error(api().management("GET", path + "/assignments"))
-    managed, managed_error = (None, None)
-    if kind in ("warehouse", "namespace"):
-        managed, managed_error = await _or_error(api().management("GET", path))
-    return await render_template(
-        "permission_object.html", kind=kind, object_id=object_id, warehouse_id=warehouse_id,
-        label=request.args.get("label") or f"{kind} {object_id or ''}".strip(),
-        actions=access.get("allowed-actions", []),
-        assignments=(assignments or {}).get("assignments", []), assignments_error=assignments_error,
-        managed=managed, managed_error=managed_error, relations=RELATION_SUGGESTIONS,
-    )
-
-
-def _back_to_object(form: Any, kind: str) -> str:
-    return permissions_url(kind, form.get("id") or None, form.get("warehouse") or None, form.get("label") or None)
-
-
-@blueprint.post("/permissions/<kind>/assignments")
-async def change_assignment(kind: str):
-    """Grant (``op=write``) or revoke (``op=delete``) one assignment."""
-    _require_permissions()
-    form = await request.form
-    principal_kind = "role" if form.get("principal-type") == "role" else "user"
-    assignment = {"type": (form.get("relation") or "").strip(), principal_kind: (form.get("principal") or "").strip()}
-    op = "deletes" if form.get("op") == "delete" else "writes"
-    path = permissions_api_path(kind, form.get("id") or None, form.get("warehouse") or None)
-    what = f"{assignment['type']} for {principal_kind} {assignment[principal_kind]}"
-    return await act(lambda: api().management("POST", path + "/assignments", json={op: [assignment]}),
-                     f"Granted {what}." if op == "writes" else f"Revoked {what}.", _back_to_object(form, kind))
-
-
-@blueprint.post("/permissions/<kind>/managed-access")
-async def change_managed_access(kind: str):
-    _require_permissions()
-    form = await request.form
-    enabled = form.get("managed-access") == "true"
-    path = permissions_api_path(kind, form.get("id") or None, form.get("warehouse") or None)
-    return await act(lambda: api().management("POST", path + "/managed-access", json={"managed-access": enabled}),
-                     f"Managed access turned {'on' if enabled else 'off'}.", _back_to_object(form, kind))

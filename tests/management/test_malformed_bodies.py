@@ -46,6 +46,7 @@ CASES = [
     ("/warehouse/{wh}/view/{id}/protection", {"protected": None}, "protected"),
     ("/warehouse/{wh}/namespace/{id}/move", {"destination": "a.b"}, "destination"),
     ("/warehouse/{wh}/search-tabular", {"search": ["x"]}, "search"),
+    ("/warehouse/{wh}/search-namespace", {"search": 5}, "search"),
     ("/warehouse/{wh}/task-queue/soft_deletion/config", {"queue-config": 1}, "queue-config"),
     ("/warehouse/{wh}/task-queue/soft_deletion/config", {"queue-config": {}, "max-seconds-since-last-heartbeat": "1"},
      "max-seconds-since-last-heartbeat"),

@@ -45,7 +45,15 @@ def page(browser):
     context = browser.new_context(viewport={"width": 1360, "height": 900})
     page = context.new_page()
     page.set_default_timeout(60000)  # a loaded 2-core machine; a passing step takes well under 1 s
-    page.on("dialog", lambda dialog: dialog.accept())  # the console's "Delete …?" confirmations
+    # the console's confirmations ("Drop table …? It stays restorable …"): accepted unless a test says
+    # otherwise (page.dialogs["accept"]); every question asked is kept in page.dialogs["asked"]
+    page.dialogs = {"accept": True, "asked": []}
+
+    def answer(dialog):
+        page.dialogs["asked"].append(dialog.message)
+        dialog.accept() if page.dialogs["accept"] else dialog.dismiss()
+
+    page.on("dialog", answer)
     yield page
     context.close()
 
@@ -62,3 +70,16 @@ def screenshot(tmp_path):
         return path
 
     return take
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def backend_server(request):
+    """A console server per backend for this module: embedded (SQLite, with the quickstart's ``demo``
+    warehouse) or on a fresh PostgreSQL database (bootstrapped, no warehouse yet)."""
+    from lakekeeper_testing.server import start_server
+
+    pg_url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
+    server = start_server(pg_url=pg_url)
+    server.backend = request.param
+    yield server
+    server.close()

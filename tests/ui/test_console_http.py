@@ -106,11 +106,11 @@ def test_a_long_snapshot_history_is_cut_to_the_newest_unless_all_are_asked_for(d
         parent = n
     rest.post("/namespaces/history/tables/busy", json={"requirements": [], "updates": updates}).raise_for_status()
 
-    page = console.get(f"/ui/warehouses/{warehouse_id}/table?ns=history&name=busy")
+    page = console.get(f"/ui/warehouses/{warehouse_id}/table?ns=history&name=busy&tab=history")
     rows = re.findall(r'<tr id="snapshot-(\d+)"', page.text)
     assert len(rows) == 200 and rows[0] == "250" and rows[-1] == "51"  # newest first
     assert "The newest 200 of 250 snapshots" in page.text
-    everything = console.get(f"/ui/warehouses/{warehouse_id}/table?ns=history&name=busy&all_snapshots=1")
+    everything = console.get(f"/ui/warehouses/{warehouse_id}/table?ns=history&name=busy&tab=history&all_snapshots=1")
     assert len(re.findall(r'<tr id="snapshot-(\d+)"', everything.text)) == 250
 
 

@@ -29,10 +29,11 @@ from lakekeeper_host.server.authorize import authorize_warehouse, deleted, visib
 from lakekeeper_host.server.namespaces.admin import decode_name, namespace_parts
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.resolve import require_warehouse
+from lakekeeper_host.server.search import SEARCH_CANDIDATES, SEARCH_RESULTS, distance, search_scope
+from lakekeeper_host.server.tabulars.locations import inside_tabular
 from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
-from lakekeeper_host.server.tabulars.locations import inside_tabular
 from lakekeeper_host.store import tabular_admin
 from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store import tasks as task_store
@@ -325,23 +326,20 @@ async def search_tabulars(state: AppState, meta: RequestMetadata, warehouse_id: 
     (0 = the search is the whole name), lower is better.
     """
 
-    if not isinstance(body, dict) or not isinstance(body.get("search"), str):
-        raise bad_request("Invalid request body: expected a string @ body.search")
-    term = body["search"][:64]
-    warehouse = await require_warehouse(state, warehouse_id, active_only=True)
-    await authorize_warehouse(state, meta, "list_everything", warehouse.id)
-    rows = await tabular_admin.search_tabulars(state.store, warehouse.id, term, limit=10)
-    rows = await visible(state, meta, rows, lambda r: Resource(r["typ"], r["id"], warehouse.id))
+    warehouse, term, everything = await search_scope(state, meta, warehouse_id, body)
+    rows = await tabular_admin.search_tabulars(
+        state.store, warehouse.id, term, limit=SEARCH_RESULTS if everything else SEARCH_CANDIDATES)
+    if not everything:
+        rows = await visible(state, meta, rows, lambda r: Resource(r["typ"], r["id"], warehouse.id))
     results = []
-    for row in rows:
-        full = ".".join([*decode_name(row["namespace_name"]), row["name"]])
-        distance = 0.0 if row["id"] == term else round(1 - min(len(term), len(full)) / max(len(full), 1), 4)
+    for row in rows[:SEARCH_RESULTS]:
+        parts = decode_name(row["namespace_name"])
         results.append(
             {
-                "namespace-name": decode_name(row["namespace_name"]),
+                "namespace-name": parts,
                 "tabular-name": row["name"],
                 "tabular-id": {"type": kinds.wire(row["typ"]), "id": row["id"]},
-                "distance": distance,
+                "distance": distance(term, ".".join([*parts, row["name"]]), row["id"]),
             }
         )
     return sorted(results, key=lambda r: r["distance"])

@@ -22,8 +22,8 @@ from openfga_servers import openfga_server
 
 from lakekeeper_authz_openfga.authorizer import fga_object
 from lakekeeper_host.service.authz import Resource
-from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 
 try:

@@ -25,8 +25,8 @@ import pytest
 from openfga_servers import openfga_server
 from permissions_setup import PERMS, SCHEMA, Caller
 
-from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
 
 VIEW_VERSION = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {"engine-name": "test"},
                 "default-namespace": ["ans"],

@@ -242,7 +242,8 @@ class StorageConformance:
         # a string prefix is not a path prefix: <base>-other is beside the warehouse, not in it
         refused = [*case.foreign_locations, base + "-other/table", base + "x"]
         # the root is no table location; a '..' segment may leave it wherever a server resolves it
-        refused += [base, base + "/", join_location(base, "t", "..", "..", "escape"), join_location(base, "%2e%2e", "x")]
+        refused += [base, base + "/", join_location(base, "t", "..", "..", "escape"),
+                    join_location(base, "%2e%2e", "x")]
         for location in refused:
             assert not storage.is_allowed_location(location), f"{location} must not be allowed"
 
