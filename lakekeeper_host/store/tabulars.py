@@ -351,3 +351,13 @@ async def location_conflict(
         values["ex"] = exclude_id
     row = await db.fetch_one(sql + " LIMIT 1", values)
     return None if row is None else row["location"]
+
+
+async def get_tabulars_by_ids(db: Executor, tabular_ids: Collection[str]) -> dict[str, TabularRow]:
+    """Live (not soft-deleted) rows by id, in one query: the batch check's lookup of many tables."""
+    if not tabular_ids:
+        return {}
+    values: dict[str, Any] = {}
+    source = rows_with_ids(db, "tabular", tabular_ids, values)
+    rows = await db.fetch_all(f"SELECT * FROM {source} WHERE deleted_at IS NULL", values)
+    return {row.id: row for row in map(tabular_from_row, rows) if row is not None}
