@@ -43,7 +43,7 @@ def test_migrate_writes_the_store_and_model_once(double: OpenFgaDouble, tmp_path
     first = run_cli(["migrate"], env, str(tmp_path))
     assert first.returncode == 0, first.stderr
     assert f"openfga: created store '{store_name}'" in first.stdout
-    assert "wrote model collaboration-1.2" in first.stdout
+    assert "wrote model collaboration-4.9" in first.stdout
     second = run_cli(["migrate"], env, str(tmp_path))
     assert second.returncode == 0, second.stderr
     assert "created store" not in second.stdout and "wrote model" not in second.stdout
