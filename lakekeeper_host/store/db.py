@@ -12,7 +12,6 @@ import contextvars
 import functools
 import json
 import logging
-import os
 import re
 import ssl
 import time
@@ -654,15 +653,7 @@ def database_urls(settings: Settings) -> tuple[str, str | None]:
         write = f"postgresql://{auth}@{pg.pg_host_w}:{pg.pg_port}/{pg.pg_database}"
         read = f"postgresql://{auth}@{pg.pg_host_r or pg.pg_host_w}:{pg.pg_port}/{pg.pg_database}"
         return _asyncpg_url(write, "LAKEKEEPER__PG_HOST_W"), _asyncpg_url(read, "LAKEKEEPER__PG_HOST_R")
-    return f"sqlite+aiosqlite:///{embedded_database_file(settings)}", None
-
-
-def embedded_database_file(settings: Settings) -> str | None:
-    """The absolute path of the embedded SQLite database; None when the catalog runs on PostgreSQL."""
-    pg = settings.pg
-    if pg.uses_postgres:
-        return None
-    return os.path.abspath(pg.sqlite_path or os.path.join(settings.host.data_dir, "catalog.sqlite"))
+    return f"sqlite+aiosqlite:///{settings.embedded_database_file}", None
 
 
 def _asyncpg_url(url: str, variable: str) -> str:
