@@ -29,9 +29,10 @@ class TabularView:
     warehouse_id: str
     namespace_id: str
     name: str
-    kind: str  # "table", "view" or "generic_table"
+    typ: str  # "table", "view" or "generic_table"
     location: str
     protected: bool
+    metadata: str | None  # JSON text of the current metadata (None for a generic table)
 
     @classmethod
     def of(cls, row: TabularRow) -> TabularView:
@@ -40,9 +41,10 @@ class TabularView:
             warehouse_id=row.warehouse_id,
             namespace_id=row.namespace_id,
             name=row.name,
-            kind=row.typ,
+            typ=row.typ,
             location=row.location,
             protected=row.protected,
+            metadata=row.metadata,
         )
 
 
