@@ -47,7 +47,8 @@ from lakekeeper_host.service.state import AppState
 log = logging.getLogger(__name__)
 
 # the console (/ui, and / redirecting there) signs its users in itself and calls the API with their tokens
-OPEN_PATHS = ("/health", "/swagger-ui", "/api-docs", "/ui", "/")
+# /trino: Trino sends no token to its policy endpoint; the key in the path is checked by server/trino_opa.py
+OPEN_PATHS = ("/health", "/swagger-ui", "/api-docs", "/ui", "/trino", "/")
 CONFIG_PATH = "/catalog/v1/config"
 EXTENSION = "lakekeeper_pipeline"
 COUNTED_PREFIXES = ("/catalog/", "/management/", "/lakekeeper/")

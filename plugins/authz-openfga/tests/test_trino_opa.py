@@ -1,0 +1,99 @@
+"""Trino through OPA, both ways, held to one case table (``trino_cases.py``): the catalog's own Trino
+policy endpoint, and the Rego bundle of ``deploy/trino-opa`` on OPA's real engine (the
+``opa-golib-python-bindings`` package; those tests skip without it), which asks the same served
+catalog through ``POST /management/v1/action/batch-check`` with a technical user's client-credentials
+token. A ``lakekeeper serve`` with the ``openfga`` authorizer on the OpenFGA double and OIDC users."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from trino_cases import CASES, IDENTITIES, build_world, trino_input
+
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
+from lakekeeper_testing.server import CatalogServer
+
+KEY = uuid.uuid4().hex
+CASE_IDS = [name for name, *_ in CASES]
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[OidcIssuer]:
+    with OidcIssuer("trino", audience="lakekeeper", clients={"trino-opa": "opa-secret"}) as issuer:
+        yield issuer
+
+
+@pytest.fixture(scope="module")
+def served(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[CatalogServer]:
+    server = CatalogServer(
+        {
+            "LAKEKEEPER__AUTHZ_BACKEND": "openfga",
+            "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
+            "LAKEKEEPER__OPENFGA__STORE_NAME": f"trino-{uuid.uuid4().hex[:8]}",
+            "LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri,
+            "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
+            "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
+            "LAKEKEEPER__TRINO_OPA__KEY": KEY,
+        }
+    ).start(timeout=120)
+    try:
+        build_world(server, idp.mint, str(tmp_path_factory.mktemp("trino-wh")))
+        yield server
+    finally:
+        server.close()
+
+
+def ask_catalog(server: CatalogServer, endpoint: str, document: dict, key: str = KEY) -> httpx.Response:
+    return httpx.post(f"{server.url}/trino/{key}/{endpoint}", json={"input": document}, timeout=60)
+
+
+@pytest.mark.parametrize("name, endpoint, action, expected", CASES, ids=CASE_IDS)
+def test_the_catalog_answers_trino_itself(served, name, endpoint, action, expected) -> None:
+    answers = {}
+    for identity in IDENTITIES:
+        response = ask_catalog(served, endpoint, trino_input(identity, action))
+        assert response.status_code == 200, response.text
+        answers[identity] = response.json()["result"]
+    assert answers == expected
+
+
+def test_without_the_key_there_is_no_policy_endpoint(served) -> None:
+    document = trino_input("owner", {"operation": "ExecuteQuery"})
+    for key in ("wrong", KEY[:-1], KEY.upper() if KEY.upper() != KEY else "x"):
+        refused = ask_catalog(served, "allow", document, key)
+        assert refused.status_code == 404, refused.text
+    # a user's own bearer token does not stand in for the key
+    assert (
+        httpx.post(
+            f"{served.url}/trino/x/allow",
+            json={"input": document},
+            timeout=60,
+            headers={"Authorization": "Bearer nonsense"},
+        ).status_code
+        == 404
+    )
+
+
+def test_a_single_filter_without_the_batched_uri_is_one_decision(served) -> None:
+    """Trino without ``opa.policy.batched-uri`` asks about each resource through ``allow``."""
+    one = {
+        "operation": "FilterTables",
+        "resource": {"table": {"catalogName": "lake", "schemaName": "sales", "tableName": "customers"}},
+    }
+    assert ask_catalog(served, "allow", trino_input("owner", one)).json() == {"result": True}
+    assert ask_catalog(served, "allow", trino_input("reader", one)).json() == {"result": False}
+
+
+def test_a_malformed_input_is_a_400(served) -> None:
+    for body in (
+        {"input": {"action": {"operation": "ExecuteQuery"}}},
+        {"inputs": {}},
+        {"input": {"context": {"identity": {"user": "bob"}}, "action": {}}},
+    ):
+        response = httpx.post(f"{served.url}/trino/{KEY}/allow", json=body, timeout=60)
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["type"] == "BadRequestException"
