@@ -1,0 +1,134 @@
+# Asking the catalog: a technical user's token (OAuth2 client credentials), the warehouses' ids, and
+# POST /management/v1/action/batch-check for the Trino user, in chunks of max_batch_check_size.
+# Configuration: data.lakekeeper_trino_config (see data.example.json).
+package lakekeeper_trino
+
+import rego.v1
+
+config := data.lakekeeper_trino_config
+
+max_batch_check_size := object.get(config, "max_batch_check_size", 1000)
+
+cache_seconds := object.get(config, "cache_seconds", 60)
+
+# the catalog user the Trino identity stands for
+trino_user := concat("", [object.get(config, "user_prefix", "oidc~"), input.context.identity.user])
+
+client_secret := config.client_secret
+
+client_secret := opa.runtime().env.LAKEKEEPER_TRINO_CLIENT_SECRET if not config.client_secret
+
+token_response := http.send({
+	"method": "POST",
+	"url": config.token_endpoint,
+	"headers": {"content-type": "application/x-www-form-urlencoded"},
+	"raw_body": urlquery.encode_object(object.union(
+		{"grant_type": "client_credentials", "client_id": config.client_id, "client_secret": client_secret},
+		{k: v | some k in ["scope"]; v := config[k]},
+	)),
+	"force_cache": true,
+	"force_cache_duration_seconds": object.get(config, "token_cache_seconds", 60),
+	"raise_error": false,
+})
+
+token := token_response.body.access_token if token_response.status_code == 200
+
+headers := object.union(
+	{"authorization": concat(" ", ["Bearer", token]), "content-type": "application/json"},
+	{"x-project-id": config.project_id | is_string(config.project_id)},
+)
+
+warehouses_response := http.send({
+	"method": "GET",
+	"url": concat("", [config.url, "/management/v1/warehouse"]),
+	"headers": headers,
+	"force_cache": true,
+	"force_cache_duration_seconds": cache_seconds,
+	"raise_error": false,
+})
+
+warehouse_ids[w.name] := object.get(w, "warehouse-id", object.get(w, "id", null)) if {
+	warehouses_response.status_code == 200
+	some w in warehouses_response.body.warehouses
+}
+
+# the catalog's form of an action in a check
+action_value(action) := {"action": action}
+
+# the batch-check operations one check needs (none: its warehouse does not exist, so it is denied)
+operations(c) := ops if {
+	warehouse_id := warehouse_ids[warehouse_name(c.catalog)]
+	ops := operations_in(c, warehouse_id)
+} else := []
+
+operations_in(c, warehouse_id) := [{"warehouse": {"action": action_value(c.action), "warehouse-id": warehouse_id}}] if {
+	c.kind == "warehouse"
+}
+
+operations_in(c, warehouse_id) := [{"namespace": {
+	"action": action_value(c.action), "warehouse-id": warehouse_id,
+	"namespace": c.schema,
+}}] if {
+	c.kind == "namespace"
+}
+
+operations_in(c, warehouse_id) := [{"table": tabular(c, c.action, warehouse_id)}] if {
+	c.kind == "table"
+}
+
+operations_in(c, warehouse_id) := [{"table": tabular(c, c.action, warehouse_id)}, {"view": tabular(c, c.view_action, warehouse_id)}] if {
+	c.kind == "tabular"
+}
+
+tabular(c, action, warehouse_id) := {
+	"action": action_value(action), "warehouse-id": warehouse_id,
+	"namespace": c.schema, "table": c.name,
+}
+
+# every rule decided (true / false, in order), each distinct check asked once
+decisions(rules) := [decide(r, answers) | some r in rules] if {
+	checks := [c | some c in {c | some r in rules; is_object(r); some g in r.groups; some c in g}]
+	answers := answer(checks)
+}
+
+decide(r, answers) := r if {
+	is_boolean(r)
+} else := true if {
+	every group in r.groups {
+		some c in group
+		answers[c]
+	}
+} else := false
+
+answer(checks) := {} if {
+	count(checks) == 0
+} else := {c: i in allowed | some i, c in checks} if {
+	items := [{"check": i, "operation": op} | some i, c in checks; some op in operations(c)]
+	results := batch_check([{"id": sprintf("%d", [j]), "identity": {"user": trino_user}, "operation": item.operation} |
+		some j, item in items
+	])
+	allowed := {item.check | some j, item in items; results[j] == true}
+}
+
+batch_check(checks) := [] if {
+	count(checks) == 0
+} else := results if {
+	chunks := ceil(count(checks) / max_batch_check_size)
+	results := [allowed |
+		some k in numbers.range(0, chunks - 1)
+		some allowed in batch_check_chunk(array.slice(checks, k * max_batch_check_size, (k + 1) * max_batch_check_size))
+	]
+	count(results) == count(checks) # a failed chunk fails the decision: denied, never shifted
+}
+
+batch_check_chunk(checks) := [r.allowed | some r in response.body.results] if {
+	response := http.send({
+		"method": "POST",
+		"url": concat("", [config.url, "/management/v1/action/batch-check"]),
+		"headers": headers,
+		"body": {"checks": checks, "error-on-not-found": false},
+		"raise_error": false,
+	})
+	response.status_code == 200
+	count(response.body.results) == count(checks)
+}
