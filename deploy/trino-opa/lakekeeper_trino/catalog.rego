@@ -102,7 +102,7 @@ decide(r, answers) := r if {
 
 answer(checks) := {} if {
 	count(checks) == 0
-} else := {c: i in allowed | some i, c in checks} if {
+} else := {c: ok | some i, c in checks; ok := i in allowed} if {
 	items := [{"check": i, "operation": op} | some i, c in checks; some op in operations(c)]
 	results := batch_check([{"id": sprintf("%d", [j]), "identity": {"user": trino_user}, "operation": item.operation} |
 		some j, item in items

@@ -19,7 +19,7 @@ default allow := false
 
 allow if {
 	not input.action.operation in filter_operations
-	decisions([rule(input.action, input.action.resource, object.get(input.action, "targetResource", {}))])[0]
+	decisions([rule(input.action, object.get(input.action, "resource", {}), object.get(input.action, "targetResource", {}))])[0]
 }
 
 # Trino without a batched URI asks about one resource of a Filter* operation at a time

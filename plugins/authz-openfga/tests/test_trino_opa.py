@@ -6,24 +6,28 @@ token. A ``lakekeeper serve`` with the ``openfga`` authorizer on the OpenFGA dou
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
-from trino_cases import CASES, IDENTITIES, build_world, trino_input
+from trino_cases import CASES, IDENTITIES, OPA_CLIENT, build_world, trino_input
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
 
 KEY = uuid.uuid4().hex
+OPA_SECRET = "opa-secret"
+BUNDLE = Path(__file__).resolve().parents[3] / "deploy" / "trino-opa"
 CASE_IDS = [name for name, *_ in CASES]
 
 
 @pytest.fixture(scope="module")
 def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("trino", audience="lakekeeper", clients={"trino-opa": "opa-secret"}) as issuer:
+    with OidcIssuer("trino", audience="lakekeeper", clients={OPA_CLIENT: OPA_SECRET}) as issuer:
         yield issuer
 
 
@@ -97,3 +101,36 @@ def test_a_malformed_input_is_a_400(served) -> None:
         response = httpx.post(f"{served.url}/trino/{KEY}/allow", json=body, timeout=60)
         assert response.status_code == 400, response.text
         assert response.json()["error"]["type"] == "BadRequestException"
+
+
+@pytest.fixture(scope="module")
+def opa(served, idp: OidcIssuer):
+    """OPA's engine with the shipped bundle, configured for the served catalog as data.example.json
+    shows (the catalog named ``lake`` is the warehouse ``lake``)."""
+    engine_module = pytest.importorskip(
+        "opa_bindings.engine", reason="opa-golib-python-bindings is not installed (scripts/install-test-deps.sh)"
+    )
+    engine = engine_module.OpaEngine()
+    for path in sorted((BUNDLE / "lakekeeper_trino").glob("*.rego")):
+        engine.add_policy(path.name, path.read_text())
+    config = json.loads((BUNDLE / "data.example.json").read_text())["lakekeeper_trino_config"]
+    config |= {
+        "url": served.url,
+        "token_endpoint": idp.token_endpoint,
+        "client_id": OPA_CLIENT,
+        "client_secret": OPA_SECRET,
+        "catalogs": {},
+    }
+    engine.add_data({"lakekeeper_trino_config": config})
+    yield engine
+    engine.close()
+
+
+def ask_opa(engine, endpoint: str, document: dict):
+    return engine.eval_document(f"lakekeeper_trino.{endpoint}", input=document)
+
+
+@pytest.mark.parametrize("name, endpoint, action, expected", CASES, ids=CASE_IDS)
+def test_the_rego_bundle_decides_the_same_through_batch_checks(opa, name, endpoint, action, expected) -> None:
+    answers = {identity: ask_opa(opa, endpoint, trino_input(identity, action)) for identity in IDENTITIES}
+    assert answers == expected

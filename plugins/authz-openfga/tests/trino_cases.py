@@ -31,6 +31,10 @@ SCHEMA = {
 }
 IDENTITIES = ("owner", "reader", "stranger", "member")
 USERS = {"owner": "alice", "reader": "bob", "stranger": "carol", "member": "dave"}
+# the Rego bundle's technical user (client credentials of client ``trino-opa``): ``describe`` on the
+# warehouse lets it list the warehouse and ask batch checks about others there (``read_assignments``)
+OPA_CLIENT = "trino-opa"
+OPA_USER = f"oidc~service-account-{OPA_CLIENT}"
 
 
 def table(name: str, schema: str = "sales", catalog: str = "lake", **extra: Any) -> dict:
@@ -405,5 +409,10 @@ def build_world(server: CatalogServer, token: Any, warehouse_root: str) -> dict[
         "POST", f"{perms}/namespace/{namespace_id}/assignments", json={"writes": [{"type": "select", "role": role_id}]}
     )
     call("POST", f"{perms}/role/{role_id}/assignments", json={"writes": [{"type": "assignee", "user": "oidc~dave"}]})
+    call(
+        "POST",
+        f"{perms}/warehouse/{warehouse_id}/assignments",
+        json={"writes": [{"type": "describe", "user": OPA_USER}]},
+    )
     ids["role"] = role_id
     return ids
