@@ -56,6 +56,14 @@ COUNTED_PREFIXES = ("/catalog/", "/management/", "/lakekeeper/")
 RAW_ROUTED = (b"/catalog/v1/", b"/lakekeeper/v1/")
 
 
+def loggable_path(path: str) -> str:
+    """``path`` without the key of the Trino policy routes (``/trino/{key}/...``), which is a credential."""
+    if path.startswith("/trino/"):
+        _, _, rest = path[len("/trino/"):].partition("/")
+        return f"/trino/<redacted>/{rest}"
+    return path
+
+
 def is_open(path: str) -> bool:
     """Routes anyone may call without a token: health and the API documents."""
     return any(path == p or path.startswith(p + "/") for p in OPEN_PATHS)
@@ -453,7 +461,8 @@ class RequestLogASGI:
             await self.inner(scope, logged_receive, logged_send)
         finally:
             request_log.debug(
-                "%s %s -> %s; headers %s%s", scope.get("method"), scope.get("path"), status[0], headers,
+                "%s %s -> %s; headers %s%s", scope.get("method"), loggable_path(scope.get("path", "")), status[0],
+                headers,
                 f"; request body {bytes(received).decode('utf-8', 'replace')!r}; "
                 f"response body {bytes(sent).decode('utf-8', 'replace')!r}" if self.bodies else "",
             )

@@ -104,12 +104,14 @@ def test_a_malformed_input_is_a_400(served) -> None:
 
 
 @pytest.fixture(scope="module")
-def opa(served, idp: OidcIssuer):
+def opa(request, idp: OidcIssuer):
     """OPA's engine with the shipped bundle, configured for the served catalog as data.example.json
-    shows (the catalog named ``lake`` is the warehouse ``lake``)."""
+    shows (the catalog named ``lake`` is the warehouse ``lake``). Skipped, before any server starts,
+    without the engine."""
     engine_module = pytest.importorskip(
         "opa_bindings.engine", reason="opa-golib-python-bindings is not installed (scripts/install-test-deps.sh)"
     )
+    served = request.getfixturevalue("served")
     engine = engine_module.OpaEngine()
     for path in sorted((BUNDLE / "lakekeeper_trino").glob("*.rego")):
         engine.add_policy(path.name, path.read_text())
