@@ -157,9 +157,9 @@ async def allow(state: AppState, meta: RequestMetadata, document: Any) -> bool:
     action = _action(document)
     operation = action["operation"]
     if operation in FILTER_OPERATIONS:  # sent one resource at a time without a batched URI
-        resource = action.get("resource") or {}
+        resource = _object(action.get("resource"))
         return bool(await _filter(state, meta, actor, operation, [resource]))
-    rule = _rule(state, actor, operation, action.get("resource") or {}, action.get("targetResource") or {})
+    rule = _rule(state, actor, operation, _object(action.get("resource")), _object(action.get("targetResource")))
     return (await _decide(state, meta, actor, [rule]))[0]
 
 
@@ -172,7 +172,7 @@ async def batch(state: AppState, meta: RequestMetadata, document: Any) -> list[i
     if not isinstance(resources, list):
         raise bad_request("input.action.filterResources must be a list")
     if operation not in FILTER_OPERATIONS:
-        rules = [_rule(state, actor, operation, r, {}) for r in resources]
+        rules = [_rule(state, actor, operation, _object(r), {}) for r in resources]
         return [i for i, ok in enumerate(await _decide(state, meta, actor, rules)) if ok]
     return await _filter(state, meta, actor, operation, resources)
 
@@ -182,8 +182,8 @@ async def _filter(
 ) -> list[int]:
     if operation == "FilterColumns":
         # one table; its columns are kept or dropped together (the catalog grants whole tables)
-        table = (resources[0] or {}).get("table") or {} if resources else {}
-        columns = table.get("columns") or []
+        table = _object(_object(resources[0]).get("table")) if resources else {}
+        columns = table.get("columns") if isinstance(table.get("columns"), list) else []
         rule = _table_rule(state, table, "get_metadata", "get_metadata")
         visible = (await _decide(state, meta, actor, [rule]))[0]
         return list(range(len(columns))) if visible else []
@@ -191,22 +191,27 @@ async def _filter(
         return [i for i, r in enumerate(resources) if _user_of(r) == actor.name]
     rules: list[Rule] = []
     for resource in resources:
-        resource = resource or {}
+        resource = _object(resource)
         if operation == "FilterCatalogs":
-            rules.append(_catalog_rule(state, (resource.get("catalog") or {}).get("name"), "get_config"))
+            rules.append(_catalog_rule(state, _object(resource.get("catalog")).get("name"), "get_config"))
         elif operation == "FilterSchemas":
-            schema = resource.get("schema") or {}
+            schema = _object(resource.get("schema"))
             rules.append(_schema_rule(state, schema.get("catalogName"), schema.get("schemaName"), "get_metadata"))
         elif operation == "FilterTables":
-            rules.append(_table_rule(state, resource.get("table") or {}, "get_metadata", "get_metadata"))
+            rules.append(_table_rule(state, _object(resource.get("table")), "get_metadata", "get_metadata"))
         else:  # FilterFunctions: the catalog holds no functions
-            function = resource.get("function") or {}
+            function = _object(resource.get("function"))
             rules.append(_open(state, function.get("catalogName")))
     return [i for i, ok in enumerate(await _decide(state, meta, actor, rules)) if ok]
 
 
+def _object(value: Any) -> Mapping[str, Any]:
+    """A part of Trino's input that should be an object; anything else counts as empty (denied)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def _user_of(resource: Any) -> str | None:
-    user = (resource or {}).get("user") if isinstance(resource, Mapping) else None
+    user = _object(resource).get("user")
     return user.get("user") if isinstance(user, Mapping) else None
 
 
@@ -223,11 +228,11 @@ def _rule(
     if operation in ("ImpersonateUser", "ViewQueryOwnedBy", "KillQueryOwnedBy"):
         return _user_of(resource) == actor.name  # only oneself
     if operation in ("AccessCatalog", "ShowSchemas"):
-        catalog = (resource.get("catalog") or {}).get("name")
+        catalog = _object(resource.get("catalog")).get("name")
         return _catalog_rule(state, catalog, "get_config" if operation == "AccessCatalog" else "list_namespaces")
     if operation == "SetCatalogSessionProperty":
-        return _catalog_rule(state, (resource.get("catalogSessionProperty") or {}).get("catalogName"), "get_config")
-    schema = resource.get("schema") or {}
+        return _catalog_rule(state, _object(resource.get("catalogSessionProperty")).get("catalogName"), "get_config")
+    schema = _object(resource.get("schema"))
     if operation == "CreateSchema":
         return _create_schema_rule(state, schema.get("catalogName"), schema.get("schemaName"))
     if operation in ("DropSchema", "ShowCreateSchema", "ShowTables"):
@@ -235,19 +240,19 @@ def _rule(
         return _schema_rule(state, schema.get("catalogName"), schema.get("schemaName"), action)
     if operation == "ShowFunctions":
         return _open(state, schema.get("catalogName"))
-    table = resource.get("table") or {}
+    table = _object(resource.get("table"))
     if operation in TABLE_ACTIONS:
         return _table_rule(state, table, *TABLE_ACTIONS[operation])
     if operation in SELECT_OPERATIONS:
         rule = _table_rule(state, table, "read_data", "select")
-        columns = table.get("columns") or []
+        columns = table.get("columns") if isinstance(table.get("columns"), list) else []
         if isinstance(rule, list) and len(columns) > 1:
             return rule * len(columns)  # one group per column
         return rule
     if operation in CREATE_ACTIONS:
         return _in_schema_rule(state, table.get("catalogName"), table.get("schemaName"), CREATE_ACTIONS[operation])
     if operation in RENAME_OPERATIONS:
-        return _rename_rule(state, table, target.get("table") or {}, *RENAME_OPERATIONS[operation])
+        return _rename_rule(state, table, _object(target.get("table")), *RENAME_OPERATIONS[operation])
     if operation in (
         "ExecuteFunction",
         "CreateViewWithExecuteFunction",
@@ -256,7 +261,7 @@ def _rule(
         "DropFunction",
         "ShowCreateFunction",
     ):
-        return _open(state, (resource.get("function") or {}).get("catalogName"))
+        return _open(state, _object(resource.get("function")).get("catalogName"))
     return False  # an operation this policy does not know is denied
 
 

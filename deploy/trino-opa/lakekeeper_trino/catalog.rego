@@ -86,9 +86,11 @@ tabular(c, action, warehouse_id) := {
 }
 
 # every rule decided (true / false, in order), each distinct check asked once
-decisions(rules) := [decide(r, answers) | some r in rules] if {
+decisions(rules) := ds if {
 	checks := [c | some c in {c | some r in rules; is_object(r); some g in r.groups; some c in g}]
 	answers := answer(checks)
+	ds := [decide(r, answers) | some r in rules]
+	count(ds) == count(rules)
 }
 
 decide(r, answers) := r if {

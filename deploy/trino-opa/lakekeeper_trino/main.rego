@@ -34,11 +34,10 @@ batch := filtered(input.action.filterResources) if {
 	input.action.operation in filter_operations
 }
 
-batch := [i |
-	some i, ok in decisions([rule(input.action, r, {}) | some r in input.action.filterResources])
-	ok
-] if {
+batch := [i | some i, ok in decisions(rules); ok] if {
 	not input.action.operation in filter_operations
+	rules := [rule(input.action, r, {}) | some r in input.action.filterResources]
+	count(rules) == count(input.action.filterResources) # indices never shift
 }
 
 # FilterColumns: one table, its columns kept together (the catalog grants whole tables)
@@ -52,20 +51,32 @@ filtered(resources) := [] if {
 	not decisions([table_rule(resources[0].table, "get_metadata", "get_metadata")])[0]
 }
 
-filtered(resources) := [i | some i, r in resources; r.user.user == input.context.identity.user] if {
+filtered(resources) := [i | some i, r in resources; object.get(r, ["user", "user"], null) == input.context.identity.user] if {
 	input.action.operation == "FilterViewQueryOwnedBy"
 }
 
-filtered(resources) := [i | some i, ok in decisions([filter_rule(r) | some r in resources]); ok] if {
+filtered(resources) := [i | some i, ok in decisions(rules); ok] if {
 	not input.action.operation in {"FilterColumns", "FilterViewQueryOwnedBy"}
+	rules := [filter_rule(r) | some r in resources]
+	count(rules) == count(resources) # indices never shift
 }
 
-filter_rule(r) := catalog_rule(r.catalog.name, "get_config") if input.action.operation == "FilterCatalogs"
+filter_rule(r) := catalog_rule(object.get(r, ["catalog", "name"], null), "get_config") if {
+	input.action.operation == "FilterCatalogs"
+}
 
-filter_rule(r) := schema_rule(r.schema.catalogName, r.schema.schemaName, "get_metadata") if {
+filter_rule(r) := schema_rule(
+	object.get(r, ["schema", "catalogName"], null),
+	object.get(r, ["schema", "schemaName"], null),
+	"get_metadata",
+) if {
 	input.action.operation == "FilterSchemas"
 }
 
-filter_rule(r) := table_rule(r.table, "get_metadata", "get_metadata") if input.action.operation == "FilterTables"
+filter_rule(r) := table_rule(object.get(r, "table", {}), "get_metadata", "get_metadata") if {
+	input.action.operation == "FilterTables"
+}
 
-filter_rule(r) := open(r["function"].catalogName) if input.action.operation == "FilterFunctions"
+filter_rule(r) := open(object.get(r, ["function", "catalogName"], null)) if {
+	input.action.operation == "FilterFunctions"
+}

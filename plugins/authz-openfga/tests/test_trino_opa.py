@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from trino_cases import CASES, IDENTITIES, OPA_CLIENT, build_world, trino_input
+from trino_cases import CASES, CATALOGS, IDENTITIES, OPA_CLIENT, build_world, trino_input
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.openfga_double import OpenFgaDouble
@@ -42,6 +42,9 @@ def served(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator
             "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
             "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
             "LAKEKEEPER__TRINO_OPA__KEY": KEY,
+            "LAKEKEEPER__LOG_LEVEL": "debug",  # with the request log, which must not show the key
+            "LAKEKEEPER__DEBUG__LOG_REQUEST_BODIES": "true",
+            "LAKEKEEPER__TRINO_OPA__CATALOGS": ",".join(f"{c}={w}" for c, w in CATALOGS.items()),
         }
     ).start(timeout=120)
     try:
@@ -80,6 +83,13 @@ def test_without_the_key_there_is_no_policy_endpoint(served) -> None:
         ).status_code
         == 404
     )
+
+
+def test_the_request_log_does_not_show_the_key(served) -> None:
+    assert ask_catalog(served, "allow", trino_input("owner", {"operation": "ExecuteQuery"})).status_code == 200
+    log = served.log_path.read_text(errors="replace")
+    assert "/trino/<redacted>/allow" in log
+    assert KEY not in log
 
 
 def test_a_single_filter_without_the_batched_uri_is_one_decision(served) -> None:
@@ -121,7 +131,7 @@ def opa(request, idp: OidcIssuer):
         "token_endpoint": idp.token_endpoint,
         "client_id": OPA_CLIENT,
         "client_secret": OPA_SECRET,
-        "catalogs": {},
+        "catalogs": CATALOGS,
     }
     engine.add_data({"lakekeeper_trino_config": config})
     yield engine

@@ -6,7 +6,8 @@ The world (``build_world``): alice bootstraps and owns warehouse ``lake`` > name
 tables ``orders``, ``customers`` and view ``orders_summary``; bob (the reader) holds ``select`` on
 ``orders`` only; carol (the stranger) holds nothing; dave is a member of role ``analysts``, which
 holds ``select`` on the whole namespace. Trino's catalog ``lake`` is the warehouse; ``system`` is
-Trino's own catalog, open to everyone; ``hive`` is a catalog the policy knows nothing about.
+Trino's own catalog, open to everyone; ``iceberg`` is a second Trino catalog on ``lake`` (a
+configured pair); ``hive`` is a catalog the policy knows nothing about.
 
 Each case: a name, the endpoint (``allow``: a single decision; ``batch``: the kept indices of
 ``filterResources``), Trino's ``input.action``, and the expected result per identity.
@@ -34,6 +35,8 @@ USERS = {"owner": "alice", "reader": "bob", "stranger": "carol", "member": "dave
 # the Rego bundle's technical user (client credentials of client ``trino-opa``): ``describe`` on the
 # warehouse lets it list the warehouse and ask batch checks about others there (``read_assignments``)
 OPA_CLIENT = "trino-opa"
+# Trino catalogs not named like their warehouse (both ways are configured with these pairs)
+CATALOGS = {"iceberg": "lake"}
 OPA_USER = f"oidc~service-account-{OPA_CLIENT}"
 
 
@@ -100,6 +103,18 @@ CASES: list[tuple[str, str, dict, dict[str, Any]]] = [
         seers(),
     ),
     ("access lake", "allow", {"operation": "AccessCatalog", "resource": catalog("lake")}, seers()),
+    (
+        "access iceberg, the warehouse lake",
+        "allow",
+        {"operation": "AccessCatalog", "resource": catalog("iceberg")},
+        seers(),
+    ),
+    (
+        "select from customers through iceberg",
+        "allow",
+        {"operation": "SelectFromColumns", "resource": table("customers", catalog="iceberg", columns=["id"])},
+        seers(reader=False),
+    ),
     ("access system", "allow", {"operation": "AccessCatalog", "resource": catalog("system")}, every(True)),
     ("access an unknown catalog", "allow", {"operation": "AccessCatalog", "resource": catalog("hive")}, every(False)),
     (
@@ -107,6 +122,13 @@ CASES: list[tuple[str, str, dict, dict[str, Any]]] = [
         "batch",
         {"operation": "FilterCatalogs", "filterResources": [catalog("hive"), catalog("lake"), catalog("system")]},
         seers([1, 2], [2]),
+    ),
+    # an entry without a name is denied and the indices after it do not shift
+    (
+        "filter catalogs, one malformed",
+        "batch",
+        {"operation": "FilterCatalogs", "filterResources": [{"catalog": {}}, catalog("lake"), {}, catalog("system")]},
+        seers([1, 3], [3]),
     ),
     ("create a catalog", "allow", {"operation": "CreateCatalog", "resource": catalog("lake2")}, every(False)),
     ("show schemas of lake", "allow", {"operation": "ShowSchemas", "resource": catalog("lake")}, seers()),
