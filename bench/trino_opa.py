@@ -8,8 +8,8 @@ issuer, on ``--backend`` (PostgreSQL for the recorded run). alice owns warehouse
 
 - **b**: by the catalog itself, ``POST /trino/{key}/batch`` (one HTTP request from this process);
 - **a**: by the Rego bundle of ``deploy/trino-opa`` on OPA's engine (``opa-golib-python-bindings``,
-  embedded in this process), which asks ``POST /management/v1/action/batch-check`` with a
-  client-credentials token: a table or a view, so two checks per table, in requests of 1,000.
+  embedded in this process), which lists the schema's tables and views with their ids and asks
+  ``POST /management/v1/action/batch-check`` by id, with a client-credentials token.
 
 Each way: one cold request, then ``--samples`` sequential ones; both must keep exactly bob's tables.
 Results go to ``bench/results/trino-opa-<date>-<backend>.json`` and a section of ``bench/AUTHZ.md``.
@@ -254,8 +254,12 @@ both ways kept exactly bob's tables every time.
 Why these targets: Trino asks `FilterTables` for `SHOW TABLES`, `information_schema` queries and every
 BI tool's metadata browser, and waits for the answer before it lists anything. A schema of 1,000 tables
 should list within a quarter of a second when the catalog answers itself (b: one request, names looked
-up in one query per schema, one authorizer batch per action, about 0.25 ms per table); through OPA (a)
-the same decisions take an OPA evaluation that builds 2,000 checks (a Trino table may be a table or a
-view), two batch-check requests of 1,000 each, a token and the warehouse list (cached by OPA's
-`http.send`), so a second is the bound: still quicker than the Iceberg listing Trino does next.
+up in one query per schema, one authorizer batch per action, about 0.25 ms per table). Through OPA (a)
+the same decisions take an OPA evaluation, two more HTTP requests listing the schema's tables and views
+with their ids (one page each), one batch check of 1,000 checks by id (looked up in one query), and a
+token and the warehouse list (cached by OPA's `http.send`); a second is the bound, still quicker than
+the Iceberg listing Trino does next. Checked by name instead (a Trino table may be a table or a view:
+2,000 checks), the same request took about 3 s p50 on 2026-11-26: the batch check looks each name up
+with a query of its own, so the bundle lists a schema first once it asks about `listing_threshold`
+(20) names or more.
 """

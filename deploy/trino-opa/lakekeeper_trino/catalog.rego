@@ -55,30 +55,84 @@ warehouse_ids[w.name] := object.get(w, "warehouse-id", object.get(w, "id", null)
 # the catalog's form of an action in a check
 action_value(action) := {"action": action}
 
+# Many tables of a schema at once (FilterTables): the schema's tables and views are listed (one page
+# each, with their ids) and checked by id, which the catalog looks up in one query; a schema with more
+# than one page, or few names, is checked by name.
+listing_threshold := object.get(config, "listing_threshold", 20)
+
+listing(warehouse_id, schema, typ) := response.body if {
+	response := http.send({
+		"method": "GET",
+		"url": sprintf("%s/catalog/v1/%s/namespaces/%s/%ss?pageSize=1000&returnUuids=true", [
+			config.url, warehouse_id,
+			concat("%1F", [urlquery.encode(part) | some part in schema]), typ,
+		]),
+		"headers": headers,
+		"raise_error": false,
+	})
+	response.status_code == 200
+	object.get(response.body, "next-page-token", null) == null
+}
+
+schema_objects(warehouse_id, schema) := object.union(
+	{lower(t.name): {"kind": "table", "id": tables["table-uuids"][i]} | some i, t in tables.identifiers},
+	{lower(v.name): {"kind": "view", "id": views["view-uuids"][i]} | some i, v in views.identifiers},
+) if {
+	tables := listing(warehouse_id, schema, "table")
+	views := listing(warehouse_id, schema, "view")
+}
+
+# [catalog, schema] -> name -> {"kind", "id"}, for the schemas listed
+listed_objects(checks) := {} if {
+	count([c | some c in checks; c.kind in {"table", "tabular"}]) < listing_threshold
+} else := {[catalog, schema]: objects |
+	some [catalog, schema] in {[c.catalog, c.schema] | some c in checks; c.kind in {"table", "tabular"}}
+	objects := schema_objects(warehouse_ids[warehouse_name(catalog)], schema)
+}
+
 # the batch-check operations one check needs (none: its warehouse does not exist, so it is denied)
-operations(c) := ops if {
+operations(c, listed) := ops if {
 	warehouse_id := warehouse_ids[warehouse_name(c.catalog)]
-	ops := operations_in(c, warehouse_id)
+	ops := operations_in(c, warehouse_id, listed)
 } else := []
 
-operations_in(c, warehouse_id) := [{"warehouse": {"action": action_value(c.action), "warehouse-id": warehouse_id}}] if {
+operations_in(c, warehouse_id, _) := [{"warehouse": {"action": action_value(c.action), "warehouse-id": warehouse_id}}] if {
 	c.kind == "warehouse"
 }
 
-operations_in(c, warehouse_id) := [{"namespace": {
+operations_in(c, warehouse_id, _) := [{"namespace": {
 	"action": action_value(c.action), "warehouse-id": warehouse_id,
 	"namespace": c.schema,
 }}] if {
 	c.kind == "namespace"
 }
 
-operations_in(c, warehouse_id) := [{"table": tabular(c, c.action, warehouse_id)}] if {
+operations_in(c, warehouse_id, listed) := [{"table": tabular(c, c.action, warehouse_id)}] if {
 	c.kind == "table"
+	not listed[[c.catalog, c.schema]]
 }
 
-operations_in(c, warehouse_id) := [{"table": tabular(c, c.action, warehouse_id)}, {"view": tabular(c, c.view_action, warehouse_id)}] if {
+operations_in(c, warehouse_id, listed) := [{"table": tabular(c, c.action, warehouse_id)}, {"view": tabular(c, c.view_action, warehouse_id)}] if {
 	c.kind == "tabular"
+	not listed[[c.catalog, c.schema]]
 }
+
+# listed: by id, or nothing to ask when the name is not there (or is the other kind)
+operations_in(c, warehouse_id, listed) := ops if {
+	c.kind in {"table", "tabular"}
+	objects := listed[[c.catalog, c.schema]]
+	ops := [op |
+		found := objects[lower(c.name)]
+		some op in by_id(c, found, warehouse_id)
+	]
+}
+
+by_id(c, found, warehouse_id) := [{"table": {"action": action_value(c.action), "warehouse-id": warehouse_id, "table-id": found.id}}] if {
+	found.kind == "table"
+} else := [{"view": {"action": action_value(c.view_action), "warehouse-id": warehouse_id, "view-id": found.id}}] if {
+	c.kind == "tabular"
+	found.kind == "view"
+} else := []
 
 tabular(c, action, warehouse_id) := {
 	"action": action_value(action), "warehouse-id": warehouse_id,
@@ -105,7 +159,8 @@ decide(r, answers) := r if {
 answer(checks) := {} if {
 	count(checks) == 0
 } else := {c: ok | some i, c in checks; ok := i in allowed} if {
-	items := [{"check": i, "operation": op} | some i, c in checks; some op in operations(c)]
+	listed := listed_objects(checks)
+	items := [{"check": i, "operation": op} | some i, c in checks; some op in operations(c, listed)]
 	results := batch_check([{"id": sprintf("%d", [j]), "identity": {"user": trino_user}, "operation": item.operation} |
 		some j, item in items
 	])

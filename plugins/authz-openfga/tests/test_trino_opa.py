@@ -113,11 +113,12 @@ def test_a_malformed_input_is_a_400(served) -> None:
         assert response.json()["error"]["type"] == "BadRequestException"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["by name", "listed"])
 def opa(request, idp: OidcIssuer):
     """OPA's engine with the shipped bundle, configured for the served catalog as data.example.json
-    shows (the catalog named ``lake`` is the warehouse ``lake``). Skipped, before any server starts,
-    without the engine."""
+    shows. Twice: tables checked by name (the few names of these cases), and listed with their ids
+    first (what the bundle does for many names: ``listing_threshold``). Skipped, before any server
+    starts, without the engine."""
     engine_module = pytest.importorskip(
         "opa_bindings.engine", reason="opa-golib-python-bindings is not installed (scripts/install-test-deps.sh)"
     )
@@ -132,6 +133,7 @@ def opa(request, idp: OidcIssuer):
         "client_id": OPA_CLIENT,
         "client_secret": OPA_SECRET,
         "catalogs": CATALOGS,
+        "listing_threshold": 1 if request.param == "listed" else 1000,
     }
     engine.add_data({"lakekeeper_trino_config": config})
     yield engine
@@ -146,3 +148,23 @@ def ask_opa(engine, endpoint: str, document: dict):
 def test_the_rego_bundle_decides_the_same_through_batch_checks(opa, name, endpoint, action, expected) -> None:
     answers = {identity: ask_opa(opa, endpoint, trino_input(identity, action)) for identity in IDENTITIES}
     assert answers == expected
+
+
+def test_many_names_are_listed_once_and_checked_by_id(opa, served) -> None:
+    """With ``listing_threshold`` reached, the bundle lists the schema (tables and views, their ids)
+    instead of asking the catalog to look up each name."""
+    action = {
+        "operation": "FilterTables",
+        "filterResources": [
+            {"table": {"catalogName": "lake", "schemaName": "sales", "tableName": name}}
+            for name in ("orders", "customers", "orders_summary")
+        ],
+    }
+    before = served.log_path.read_text(errors="replace").count("/namespaces/sales/views -> 200")
+    assert ask_opa(opa, "batch", trino_input("member", action)) == [0, 1, 2]
+    listed = served.log_path.read_text(errors="replace").count("/namespaces/sales/views -> 200") - before
+    assert listed == (1 if opa_mode(opa) == "listed" else 0)
+
+
+def opa_mode(engine) -> str:
+    return "listed" if engine.eval_document("lakekeeper_trino.listing_threshold") == 1 else "by name"
