@@ -7,9 +7,9 @@ to ``opa.policy.uri`` and expects ``{"result": true|false}``; the ``Filter*`` op
 
 Every operation becomes checks of the catalog's own actions, asked of the one authorizer of the host
 for the Trino user (``user_prefix`` + the Trino user name): a Trino catalog is a warehouse, a schema a
-namespace (``a.b``: nested), a table a table or a view. The Rego bundle in ``contrib/trino-opa`` maps
+namespace (``a.b``: nested), a table a table or a view. The Rego bundle in ``deploy/trino-opa`` maps
 the same operations to the same actions through ``POST /management/v1/action/batch-check``; the case
-table in ``tests/trino_opa_cases.py`` holds both to the same decisions.
+table in ``plugins/authz-openfga/tests/trino_cases.py`` holds both to the same decisions.
 
 An object that does not exist is denied (Trino then reports "access denied", never whether it
 exists), except where creating it is the point. Catalogs in ``open_catalogs`` (Trino's ``system``)
