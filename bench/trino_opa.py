@@ -262,4 +262,13 @@ the Iceberg listing Trino does next. Checked by name instead (a Trino table may 
 2,000 checks), the same request took about 3 s p50 on 2026-11-26: the batch check looks each name up
 with a query of its own, so the bundle lists a schema first once it asks about `listing_threshold`
 (20) names or more.
+
+Reading: where the Rego way's time goes, measured piece by piece on 2026-11-26 (SQLite, the same
+1,000 tables, load average about 10): listing the 1,000 tables with their ids 0.22-0.32 s; the batch
+check of 1,000 checks by id 0.46-0.51 s once the OpenFGA plugin's check cache is warm (3.2 s cold:
+before the checks themselves it asks `read_assignments` of the technical user on every object, the
+rule for checking on behalf of others); OPA's evaluation and the JSON of both directions the rest,
+about 0.3 s. The catalog endpoint (b) skips all three: no listing, no second principal, no JSON of
+2,000 items. Both ways share this 2-core machine with PostgreSQL, the OpenFGA double and other work,
+so the spread between runs is wide; compare the two ways within one run.
 """
