@@ -2,7 +2,8 @@
 policy endpoint, and the Rego bundle of ``deploy/trino-opa`` on OPA's real engine (the
 ``opa-golib-python-bindings`` package; those tests skip without it), which asks the same served
 catalog through ``POST /management/v1/action/batch-check`` with a technical user's client-credentials
-token. A ``lakekeeper serve`` with the ``openfga`` authorizer on the OpenFGA double and OIDC users."""
+token. A ``lakekeeper serve`` with the ``openfga`` authorizer on the OpenFGA double and OIDC users, on
+SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from openfga_servers import openfga_server
 from trino_cases import CASES, CATALOGS, IDENTITIES, OPA_CLIENT, build_world, trino_input
 
 from lakekeeper_testing.oidc import OidcIssuer
@@ -31,27 +33,18 @@ def idp() -> Iterator[OidcIssuer]:
         yield issuer
 
 
-@pytest.fixture(scope="module")
-def served(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[CatalogServer]:
-    server = CatalogServer(
-        {
-            "LAKEKEEPER__AUTHZ_BACKEND": "openfga",
-            "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
-            "LAKEKEEPER__OPENFGA__STORE_NAME": f"trino-{uuid.uuid4().hex[:8]}",
-            "LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri,
-            "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper",
-            "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
-            "LAKEKEEPER__TRINO_OPA__KEY": KEY,
-            "LAKEKEEPER__LOG_LEVEL": "debug",  # with the request log, which must not show the key
-            "LAKEKEEPER__DEBUG__LOG_REQUEST_BODIES": "true",
-            "LAKEKEEPER__TRINO_OPA__CATALOGS": ",".join(f"{c}={w}" for c, w in CATALOGS.items()),
-        }
-    ).start(timeout=120)
-    try:
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def served(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[CatalogServer]:
+    settings = {
+        "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
+        "LAKEKEEPER__TRINO_OPA__KEY": KEY,
+        "LAKEKEEPER__TRINO_OPA__CATALOGS": ",".join(f"{c}={w}" for c, w in CATALOGS.items()),
+        "LAKEKEEPER__LOG_LEVEL": "debug",  # with the request log, which must not show the key
+        "LAKEKEEPER__DEBUG__LOG_REQUEST_BODIES": "true",
+    }
+    with openfga_server(request.param, double, idp, f"trino-{uuid.uuid4().hex[:8]}", **settings) as server:
         build_world(server, idp.mint, str(tmp_path_factory.mktemp("trino-wh")))
         yield server
-    finally:
-        server.close()
 
 
 def ask_catalog(server: CatalogServer, endpoint: str, document: dict, key: str = KEY) -> httpx.Response:
@@ -92,16 +85,6 @@ def test_the_request_log_does_not_show_the_key(served) -> None:
     assert KEY not in log
 
 
-def test_a_single_filter_without_the_batched_uri_is_one_decision(served) -> None:
-    """Trino without ``opa.policy.batched-uri`` asks about each resource through ``allow``."""
-    one = {
-        "operation": "FilterTables",
-        "resource": {"table": {"catalogName": "lake", "schemaName": "sales", "tableName": "customers"}},
-    }
-    assert ask_catalog(served, "allow", trino_input("owner", one)).json() == {"result": True}
-    assert ask_catalog(served, "allow", trino_input("reader", one)).json() == {"result": False}
-
-
 def test_a_malformed_input_is_a_400(served) -> None:
     for body in (
         {"input": {"action": {"operation": "ExecuteQuery"}}},
@@ -113,17 +96,21 @@ def test_a_malformed_input_is_a_400(served) -> None:
         assert response.json()["error"]["type"] == "BadRequestException"
 
 
-@pytest.fixture(scope="module", params=["by name", "listed"])
-def opa(request, idp: OidcIssuer):
-    """OPA's engine with the shipped bundle, configured for the served catalog as data.example.json
-    shows. Twice: tables checked by name (the few names of these cases), and listed with their ids
-    first (what the bundle does for many names: ``listing_threshold``). Skipped, before any server
-    starts, without the engine."""
-    engine_module = pytest.importorskip(
+@pytest.fixture(scope="module")
+def opa_engine_class():
+    """OPA's engine; the tests that need it skip, before any server starts, without the package."""
+    module = pytest.importorskip(
         "opa_bindings.engine", reason="opa-golib-python-bindings is not installed (scripts/install-test-deps.sh)"
     )
-    served = request.getfixturevalue("served")
-    engine = engine_module.OpaEngine()
+    return module.OpaEngine
+
+
+@pytest.fixture(scope="module", params=["by name", "listed"])
+def opa(request, opa_engine_class, served, idp: OidcIssuer):
+    """OPA's engine with the shipped bundle, configured for the served catalog as data.example.json
+    shows. Twice: tables checked by name (the few names of these cases), and listed with their ids
+    first (what the bundle does for many names: ``listing_threshold``)."""
+    engine = opa_engine_class()
     for path in sorted((BUNDLE / "lakekeeper_trino").glob("*.rego")):
         engine.add_policy(path.name, path.read_text())
     config = json.loads((BUNDLE / "data.example.json").read_text())["lakekeeper_trino_config"]

@@ -199,6 +199,19 @@ CASES: list[tuple[str, str, dict, dict[str, Any]]] = [
         {"operation": "FilterColumns", "filterResources": [table("customers", columns=["id", "amount"])]},
         seers([0, 1], [], reader=[]),
     ),
+    # without opa.policy.batched-uri Trino sends a Filter* operation's resources one by one to allow
+    (
+        "filter columns without the batched URI",
+        "allow",
+        {"operation": "FilterColumns", "resource": ORDERS_COLUMNS},
+        seers(),
+    ),
+    (
+        "filter one table without the batched URI",
+        "allow",
+        {"operation": "FilterTables", "resource": table("customers")},
+        seers(reader=False),
+    ),
     ("show columns", "allow", {"operation": "ShowColumns", "resource": table("orders")}, seers()),
     (
         "show create table",
