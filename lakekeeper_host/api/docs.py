@@ -250,6 +250,7 @@ REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
     **{f"management_permissions.{name}_set_managed_access": "SetManagedAccessRequest"
        for name in PERMISSION_MANAGED_ACCESS},
     "management_permissions.check": "CheckRequest",
+    "management_actions.batch_check": "BatchCheckRequest",
 }
 # endpoint -> the schema of its answer (Schemas.named): a pyiceberg model, what PyIceberg's
 # RestCatalog parses, or one of the Management API's answers
@@ -342,6 +343,7 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
     **{f"management_permissions.{name}_{op}": "ManagedAccess"
        for name in PERMISSION_MANAGED_ACCESS for op in ("properties", "managed_access")},
     "management_permissions.check": "CheckResponse",
+    "management_actions.batch_check": "BatchCheckResponse",
     **dict.fromkeys(("s3_signer.sign_global", "s3_signer.sign_in_warehouse", "s3_signer.sign_for_table"),
                     "S3SignResponse"),
 }

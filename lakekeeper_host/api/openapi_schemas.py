@@ -438,6 +438,49 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
     "CheckResponse": {
         "type": "object", "required": ["allowed"], "properties": {"allowed": {"type": "boolean"}},
     },
+    "BatchCheckRequest": {
+        "type": "object", "required": ["checks"],
+        "properties": {
+            "checks": {"type": "array", "maxItems": 1000, "items": {
+                "type": "object", "required": ["operation"],
+                "properties": {
+                    "id": {"type": "string", "description": "Returned with this check's result"},
+                    "identity": {"description": "Whom to check for (default: the caller); asking about someone "
+                                                "else needs read_assignments on the object",
+                                 "oneOf": [{"type": "object", "required": ["user"],
+                                            "properties": {"user": {"type": "string"}}},
+                                           {"type": "object", "required": ["role"],
+                                            "properties": {"role": {"type": "string", "format": "uuid"}}}]},
+                    "operation": {
+                        "type": "object", "minProperties": 1, "maxProperties": 1,
+                        "description": "One of server, project, warehouse, namespace, table, view: the action "
+                                       "and the object (namespaces by warehouse-id + namespace-id or namespace; "
+                                       "tables and views by warehouse-id + table-id/view-id or namespace + "
+                                       "table/view)",
+                        "additionalProperties": {
+                            "type": "object", "required": ["action"],
+                            "properties": {"action": {"type": "string"}, "project-id": {"type": "string"},
+                                           "warehouse-id": {"type": "string", "format": "uuid"},
+                                           "namespace-id": {"type": "string", "format": "uuid"},
+                                           "namespace": _STRINGS, "table-id": {"type": "string", "format": "uuid"},
+                                           "view-id": {"type": "string", "format": "uuid"},
+                                           "table": {"type": "string"}, "view": {"type": "string"}},
+                        },
+                    },
+                },
+            }},
+            "error-on-not-found": {"type": "boolean", "default": False,
+                                   "description": "404 when an object does not exist (or the caller may not see "
+                                                  "it) instead of allowed=false"},
+        },
+    },
+    "BatchCheckResponse": {
+        "type": "object", "required": ["results"],
+        "properties": {"results": {"type": "array", "description": "One per check, in request order",
+                                   "items": {"type": "object", "required": ["allowed"],
+                                             "properties": {"id": {"type": "string"},
+                                                            "allowed": {"type": "boolean"}}}}},
+    },
     "SearchUserList": {
         "type": "object", "required": ["users"],
         "properties": {"users": {"type": "array", "items": {

@@ -32,14 +32,14 @@ MANAGED_ACCESS_KINDS = ("warehouse", "namespace")
 # ---------------------------------------------------------------- finding the object
 
 
-def _uuid(value: str | None, what: str) -> str:
+def parse_uuid(value: str | None, what: str) -> str:
     try:
         return str(uuid.UUID(str(value)))
     except (ValueError, TypeError):
         raise bad_request(f"Invalid {what} {str(value)[:100]!r}: expected a UUID", "InvalidId") from None
 
 
-def _missing(kind: str, object_id: str) -> CatalogError:
+def missing_object(kind: str, object_id: str) -> CatalogError:
     types = {"project": "ProjectNotFound", "warehouse": "WarehouseNotFound", "namespace": "NoSuchNamespaceException",
              "table": "NoSuchTableException", "view": "NoSuchViewException",
              "generic_table": "NoSuchGenericTableException", "role": "RoleNotFound"}
@@ -56,34 +56,34 @@ async def resolve(
     if kind == "project":
         project_id = resolve_project_id(state, meta.project_id, object_id)
         if await project_store.get_project(state.store, project_id) is None:
-            raise _missing("project", project_id)
+            raise missing_object("project", project_id)
         return Resource("project", project_id)
     if kind not in KINDS:
         raise not_found(f"No permissions for a {kind!r}", "NotFound")
-    object_id = _uuid(object_id, f"{kind} id")
+    object_id = parse_uuid(object_id, f"{kind} id")
     if kind == "warehouse":
         if await warehouse_store.get_warehouse(state.store, object_id) is None:
-            raise _missing("warehouse", object_id)
+            raise missing_object("warehouse", object_id)
         return Resource("warehouse", object_id, object_id)
     if kind == "namespace":
         namespace = await namespace_store.get_namespace_by_id(state.store, object_id)
         if namespace is None:
-            raise _missing("namespace", object_id)
+            raise missing_object("namespace", object_id)
         return Resource("namespace", object_id, namespace.warehouse_id)
     if kind in ("table", "view", "generic_table"):
         tabular = await tabular_store.get_tabular_by_id(state.store, object_id)
         if (tabular is None or tabular.typ != kind or tabular.deleted_at is not None
-                or (warehouse_id is not None and tabular.warehouse_id != _uuid(warehouse_id, "warehouse id"))):
-            raise _missing(kind, object_id)
+                or (warehouse_id is not None and tabular.warehouse_id != parse_uuid(warehouse_id, "warehouse id"))):
+            raise missing_object(kind, object_id)
         return Resource(kind, object_id, tabular.warehouse_id)
     if await role_store.get_role(state.store, object_id) is None:
-        raise _missing("role", object_id)
+        raise missing_object("role", object_id)
     return Resource("role", object_id)
 
 
 async def _require(state: AppState, meta: RequestMetadata, action: str, resource: Resource) -> None:
     """403 when the caller may see the object but not do ``action``; 404 when it may not see it."""
-    hidden = _missing(resource.kind, resource.id) if resource.kind in SEE else None
+    hidden = missing_object(resource.kind, resource.id) if resource.kind in SEE else None
     await authorize(state, meta, action, resource.kind, resource.id, resource.warehouse_id, hidden=hidden)
 
 
@@ -103,7 +103,7 @@ def principal_from_query(user: str | None, role: str | None) -> Principal | None
     if user:
         return Principal("user", user)
     if role:
-        return Principal("role", _uuid(role, "role id"))
+        return Principal("role", parse_uuid(role, "role id"))
     return None
 
 
@@ -115,7 +115,7 @@ def principal_from_json(body: Any, where: str) -> Principal:
         if not isinstance(body["user"], str) or not body["user"]:
             raise bad_request(f"Invalid request body: {where}.user must be a user id", "InvalidPrincipal")
         return Principal("user", body["user"])
-    return Principal("role", _uuid(body["role"], "role id"))
+    return Principal("role", parse_uuid(body["role"], "role id"))
 
 
 def assignment_from_json(body: Any, where: str) -> Assignment:
@@ -156,7 +156,7 @@ async def get_access(
         return await allowed_actions(state, meta, resource, principal)
     actions = await allowed_actions(state, meta, resource)
     if not actions and resource.kind != "server":
-        raise _missing(resource.kind, resource.id)
+        raise missing_object(resource.kind, resource.id)
     return actions
 
 
@@ -239,19 +239,19 @@ async def _check_target(state: AppState, meta: RequestMetadata, kind: str, targe
     if kind in ("table", "view") and target.get(id_key) is not None:
         return await resolve(state, meta, kind, target[id_key], target.get("warehouse-id"))
     # by name: warehouse-id + namespace (+ table/view)
-    warehouse_id = _uuid(target.get("warehouse-id"), "warehouse id")
+    warehouse_id = parse_uuid(target.get("warehouse-id"), "warehouse id")
     parts = target.get("namespace")
     if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
         raise bad_request(f"Invalid request body: operation.{kind} needs {id_key} or warehouse-id and namespace",
                           "InvalidCheck")
     namespace = await namespace_store.get_namespace(state.store, warehouse_id, parts)
     if namespace is None:
-        raise _missing("namespace", ".".join(parts))
+        raise missing_object("namespace", ".".join(parts))
     if kind == "namespace":
         return Resource("namespace", namespace.id, warehouse_id)
     name = target.get(kind)
     tabular = (await tabular_store.get_tabular(state.store, namespace.id, name, kind)
                if isinstance(name, str) and name else None)
     if tabular is None:
-        raise _missing(kind, f"{'.'.join(parts)}.{name}")
+        raise missing_object(kind, f"{'.'.join(parts)}.{name}")
     return Resource(kind, tabular.id, warehouse_id)

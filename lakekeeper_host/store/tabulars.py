@@ -355,3 +355,24 @@ async def location_conflict(
         values["ex"] = exclude_id
     row = await db.fetch_one(sql + " LIMIT 1", values)
     return None if row is None else row["location"]
+
+
+async def live_tabular_kinds(db: Executor, namespace_id: str) -> dict[str, tuple[str, str]]:
+    """Every live, committed table and view of a namespace: its ``name_key`` -> ``(id, typ)`` (a
+    policy deciding about many names of one namespace at once, Trino's FilterTables)."""
+    rows = await db.fetch_all(
+        "SELECT id, name_key, typ FROM tabular WHERE namespace_id = :ns AND deleted_at IS NULL AND staged = :false "
+        "AND typ IN ('table', 'view')",
+        {"ns": namespace_id, "false": False},
+    )
+    return {r["name_key"]: (r["id"], r["typ"]) for r in rows}
+
+
+async def get_tabulars_by_ids(db: Executor, tabular_ids: Collection[str]) -> dict[str, TabularRow]:
+    """Live (not soft-deleted) rows by id, in one query: the batch check's lookup of many tables."""
+    if not tabular_ids:
+        return {}
+    values: dict[str, Any] = {}
+    source = rows_with_ids(db, "tabular", tabular_ids, values)
+    rows = await db.fetch_all(f"SELECT * FROM {source} WHERE deleted_at IS NULL", values)
+    return {row.id: row for row in map(tabular_from_row, rows) if row is not None}

@@ -1,0 +1,158 @@
+"""``POST /management/v1/action/batch-check`` of a ``lakekeeper serve`` with the ``openfga``
+authorizer against the OpenFGA double (alice owns, bob has nothing, root is an instance admin;
+see ``permissions_setup.py``)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from permissions_setup import SCHEMA, Caller, build_catalog, openfga_oidc_server
+
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
+
+BATCH = "/management/v1/action/batch-check"
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[OidcIssuer]:
+    with OidcIssuer("batch", audience="lakekeeper") as issuer:
+        yield issuer
+
+
+@pytest.fixture(scope="module")
+def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
+    server, store_name = openfga_oidc_server(double, idp)
+    try:
+        alice, bob, root = (Caller(server, idp, name) for name in ("alice", "bob", "root"))
+        catalog = build_catalog(server, double, store_name, alice, str(tmp_path_factory.mktemp("batch-wh")))
+        yield server, catalog, alice, bob, root
+    finally:
+        server.close()
+
+
+def _batch(caller: Caller, checks: list[dict], **extra) -> list[dict]:
+    response = caller.post(BATCH, json={"checks": checks, **extra})
+    assert response.status_code == 200, response.text
+    return response.json()["results"]
+
+
+def test_every_kind_by_id_and_by_name_in_request_order(setup) -> None:
+    _, catalog, alice, bob, _ = setup
+    wh = catalog.warehouse_id
+    checks = [
+        {"id": "server", "operation": {"server": {"action": "create_project"}}},
+        {"id": "project", "operation": {"project": {"action": "create_warehouse", "project-id": catalog.project_id}}},
+        {"id": "warehouse", "operation": {"warehouse": {"action": "create_namespace", "warehouse-id": wh}}},
+        {
+            "id": "ns-id",
+            "operation": {
+                "namespace": {"action": "create_table", "warehouse-id": wh, "namespace-id": catalog.namespace_id}
+            },
+        },
+        {
+            "id": "ns-name",
+            "operation": {"namespace": {"action": "list_tables", "warehouse-id": wh, "namespace": ["sales"]}},
+        },
+        {
+            "id": "table-id",
+            "operation": {"table": {"action": "read_data", "warehouse-id": wh, "table-id": catalog.table_id}},
+        },
+        {
+            "id": "table-name",
+            "operation": {
+                "table": {"action": "write_data", "warehouse-id": wh, "namespace": ["sales"], "table": "orders"}
+            },
+        },
+        {"operation": {"table": {"action": "drop", "warehouse-id": wh, "table-id": catalog.table_id}}},
+    ]
+    assert _batch(alice, checks) == [
+        {"id": c["id"], "allowed": True} if "id" in c else {"allowed": True} for c in checks
+    ]
+    assert [r["allowed"] for r in _batch(bob, checks)] == [False] * len(checks)
+
+
+def test_a_missing_object_is_denied_or_with_error_on_not_found_a_404(setup) -> None:
+    _, catalog, alice, bob, _ = setup
+    missing = {
+        "operation": {
+            "table": {
+                "action": "read_data",
+                "warehouse-id": catalog.warehouse_id,
+                "namespace": ["sales"],
+                "table": "nope",
+            }
+        }
+    }
+    real = {
+        "operation": {
+            "table": {"action": "read_data", "warehouse-id": catalog.warehouse_id, "table-id": catalog.table_id}
+        }
+    }
+    assert _batch(alice, [missing, real]) == [{"allowed": False}, {"allowed": True}]
+    refused = alice.post(BATCH, json={"checks": [missing, real], "error-on-not-found": True})
+    assert refused.status_code == 404 and refused.json()["error"]["type"] == "NoSuchTableException"
+    # bob may not see the real table: to him it does not exist either
+    hidden = bob.post(BATCH, json={"checks": [real], "error-on-not-found": True})
+    assert hidden.status_code == 404
+    other_warehouse = {"operation": {"warehouse": {"action": "use", "warehouse-id": str(uuid.uuid4())}}}
+    assert _batch(alice, [other_warehouse]) == [{"allowed": False}]
+
+
+def test_checking_for_someone_else_needs_read_assignments(setup) -> None:
+    _, catalog, alice, bob, _ = setup
+    real = {"table": {"action": "read_data", "warehouse-id": catalog.warehouse_id, "table-id": catalog.table_id}}
+    assert _batch(alice, [{"identity": {"user": bob.user_id}, "operation": real}]) == [{"allowed": False}]
+    grant = {"type": "select", "user": bob.user_id}
+    assert alice.grant(catalog.table, writes=[grant]).status_code == 204
+    try:
+        assert _batch(alice, [{"identity": {"user": bob.user_id}, "operation": real}]) == [{"allowed": True}]
+        # bob may not ask about alice on the server: that needs read_assignments there
+        on_server = {"server": {"action": "create_project"}}
+        refused = bob.post(BATCH, json={"checks": [{"identity": {"user": alice.user_id}, "operation": on_server}]})
+        assert refused.status_code == 403
+        assert _batch(alice, [{"identity": {"user": bob.user_id}, "operation": on_server}]) == [{"allowed": False}]
+        assert _batch(bob, [{"identity": {"user": bob.user_id}, "operation": real}]) == [{"allowed": True}]
+        assert _batch(alice, [{"identity": {"role": catalog.role_id}, "operation": real}]) == [{"allowed": False}]
+    finally:
+        alice.grant(catalog.table, deletes=[grant])
+
+
+def test_a_thousand_table_checks_answer_in_order_and_more_are_refused(setup) -> None:
+    _, catalog, alice, bob, _ = setup
+    prefix = f"/catalog/v1/{catalog.warehouse_id}/namespaces/sales/tables"
+    names = ["a_one", "a_two"]
+    for name in names:
+        assert alice.post(prefix, json={"name": name, "schema": SCHEMA}).status_code == 200
+    ops = [
+        {
+            "id": str(i),
+            "operation": {
+                "table": {
+                    "action": "read_data",
+                    "warehouse-id": catalog.warehouse_id,
+                    "namespace": ["sales"],
+                    "table": (names + ["none"])[i % 3],
+                }
+            },
+        }
+        for i in range(1000)
+    ]
+    results = _batch(alice, ops)
+    assert [r["id"] for r in results] == [str(i) for i in range(1000)]
+    assert [r["allowed"] for r in results] == [i % 3 != 2 for i in range(1000)]
+    too_many = alice.post(BATCH, json={"checks": ops + ops[:1]})
+    assert too_many.status_code == 400 and too_many.json()["error"]["type"] == "TooManyChecks"
+
+
+def test_unknown_actions_and_kinds_are_a_400(setup) -> None:
+    _, catalog, alice, _, _ = setup
+    for operation in (
+        {"table": {"action": "fly", "warehouse-id": catalog.warehouse_id, "table-id": catalog.table_id}},
+        {"galaxy": {"action": "use"}},
+        {},
+    ):
+        response = alice.post(BATCH, json={"checks": [{"operation": operation}]})
+        assert response.status_code == 400, response.text
