@@ -16,7 +16,7 @@ from lakekeeper_host.serde import structure_body
 from lakekeeper_host.server import bootstrap as server_bootstrap
 from lakekeeper_host.server import projects
 from lakekeeper_host.server.bootstrap import server_info
-from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.resolve import resolve_project_id
 
 blueprint = Blueprint("management", __name__, url_prefix="/management/v1")
 

@@ -18,7 +18,7 @@ from lakekeeper_host.errors import CatalogError, bad_request, conflict, not_foun
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server.authorize import authorize, created, deleted, role_members_changed, visible_page
-from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.resolve import resolve_project_id
 from lakekeeper_host.server.users import (
     SEARCH_LIMIT,
     SEARCH_MAX_CHARS,
