@@ -20,7 +20,7 @@ from lakekeeper_host.store.projects import ProjectRow
 DEFAULT_PROJECT_NAME = "Default Project"
 
 
-# ---------------------------------------------------------------- new projects (bootstrap: server/server_admin.py)
+# ---------------------------------------------------------------- new projects (bootstrap: server/bootstrap.py)
 
 
 async def after_project_created(state: AppState, meta: RequestMetadata, project_id: str) -> None:

@@ -96,7 +96,7 @@ async def require_namespace(state: AppState, warehouse: WarehouseRow, parts: Seq
     return namespace
 
 
-def _not_found(typ: str, namespace: Sequence[str], name: str) -> CatalogError:
+def tabular_not_found(typ: str, namespace: Sequence[str], name: str) -> CatalogError:
     if typ == "generic_table":
         return no_such_generic_table(namespace, name)
     return no_such_table(namespace, name) if typ == "table" else no_such_view(namespace, name)
@@ -115,7 +115,7 @@ async def lookup_tabular(
                                              include_staged=include_staged, with_metadata=with_metadata,
                                              cached=cached)
     if found.namespace is None or found.tabular is None:
-        raise _not_found(typ, parts, name)
+        raise tabular_not_found(typ, parts, name)
     return found
 
 
