@@ -5,7 +5,7 @@ from __future__ import annotations
 from quart import Blueprint
 
 from lakekeeper_host.api.common import json_body, json_response, metadata, state
-from lakekeeper_host.server import statistics
+from lakekeeper_host.server.management import statistics
 from lakekeeper_host.server.resolve import resolve_project_id
 
 blueprint = Blueprint("management_statistics", __name__, url_prefix="/management/v1")

@@ -8,8 +8,8 @@ from quart import Blueprint
 
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, optional_json_body, query_int, state
 from lakekeeper_host.serde import iso_timestamp
-from lakekeeper_host.server import tasks
-from lakekeeper_host.server.tasks import TaskLogRow, TaskRow
+from lakekeeper_host.server.management import tasks
+from lakekeeper_host.server.management.tasks import TaskLogRow, TaskRow
 
 blueprint = Blueprint("management_tasks", __name__, url_prefix="/management/v1")
 

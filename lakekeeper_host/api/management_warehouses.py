@@ -19,7 +19,8 @@ from lakekeeper_host.api.common import (
 )
 from lakekeeper_host.errors import bad_request
 from lakekeeper_host.serde import iso_timestamp, structure_body
-from lakekeeper_host.server import kinds, search, statistics, warehouses
+from lakekeeper_host.server import kinds, search, warehouses
+from lakekeeper_host.server.management import statistics
 from lakekeeper_host.server.namespaces import admin as namespace_admin
 from lakekeeper_host.server.resolve import resolve_project_id
 from lakekeeper_host.server.tabulars import deletion, protection

@@ -13,7 +13,7 @@ from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import BackendSpec, BuildContext, Registry, StartupError
 from lakekeeper_host.runtime import workers
 from lakekeeper_host.runtime.quickstart import embedded_quickstart
-from lakekeeper_host.server import maintenance, tasks
+from lakekeeper_host.server.management import maintenance, tasks
 from lakekeeper_host.server.security.authn import Authenticator
 from lakekeeper_host.server.tables import metrics_reports, scan_planning
 from lakekeeper_host.service.contracts import ContractCheckers

@@ -35,9 +35,9 @@ from lakekeeper_host.errors import bad_request, not_found
 from lakekeeper_host.registry import TaskQueueSpec
 from lakekeeper_host.serde import WIRE, iso_timestamp
 from lakekeeper_host.server.authorize import authorize_warehouse
+from lakekeeper_host.server.management.tasks import Reschedule, TaskContext
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.server.tabulars.deletion import entity_name
-from lakekeeper_host.server.tasks import Reschedule, TaskContext
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.spark import JarsMode

@@ -26,9 +26,9 @@ from lakekeeper_host.ids import now_ms
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server import pagination
 from lakekeeper_host.server.authorize import authorize_project, authorize_warehouse
+from lakekeeper_host.server.management.tasks import parse_time, runtime_config
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.resolve import require_warehouse
-from lakekeeper_host.server.tasks import parse_time, runtime_config
 from lakekeeper_host.service.endpoint_stats import HOUR_MS, EndpointStatsBuffer, bucket_of
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState

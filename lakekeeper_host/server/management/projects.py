@@ -20,12 +20,12 @@ from lakekeeper_host.store.projects import ProjectRow
 DEFAULT_PROJECT_NAME = "Default Project"
 
 
-# ---------------------------------------------------------------- new projects (bootstrap: server/bootstrap.py)
+# ------------------------------------------------ new projects (bootstrap: server/management/bootstrap.py)
 
 
 async def after_project_created(state: AppState, meta: RequestMetadata, project_id: str) -> None:
     """A new project's housekeeping task; the authorizer makes its creator the project admin."""
-    from lakekeeper_host.server.tasks import ensure_task_log_cleanup
+    from lakekeeper_host.server.management.tasks import ensure_task_log_cleanup
 
     await ensure_task_log_cleanup(state, project_id)
     await created(state, meta, "project", project_id, None)
