@@ -413,7 +413,7 @@ def cmd_rotate_encryption_key(settings: Settings, args) -> int:
 
 
 def cmd_maintain(settings: Settings, args) -> int:
-    from lakekeeper_host.maintenance_cli import maintain
+    from lakekeeper_host.engines.maintenance_cli import maintain
 
     return maintain(settings, args)
 

@@ -57,14 +57,14 @@ if [ ! -f "$azurite_dir/node_modules/azurite/dist/src/blob/main.js" ]; then
 fi
 
 if [ "${LAKEKEEPER_SKIP_S3A_JARS:-0}" != 1 ]; then
-    "$PYTHON" -c 'from lakekeeper_host.spark import ensure_hadoop_aws_jars; ensure_hadoop_aws_jars()'
+    "$PYTHON" -c 'from lakekeeper_host.engines.spark import ensure_hadoop_aws_jars; ensure_hadoop_aws_jars()'
 fi
 
 # Report: every line should say "ok"; a "MISSING" line names what to install.
 "$PYTHON" - <<'EOF'
 import shutil
 
-from lakekeeper_host import duckdb_util, spark
+from lakekeeper_host.engines import duckdb_util, spark
 from lakekeeper_testing import services
 
 checks = {
