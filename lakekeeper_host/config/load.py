@@ -211,6 +211,13 @@ class Settings:
         return not self.pg.uses_postgres
 
     @property
+    def embedded_database_file(self) -> str | None:
+        """The absolute path of the embedded SQLite database; None when the catalog runs on PostgreSQL."""
+        if self.pg.uses_postgres:
+            return None
+        return os.path.abspath(self.pg.sqlite_path or os.path.join(self.host.data_dir, "catalog.sqlite"))
+
+    @property
     def bind_ip(self) -> str:
         if self.host.bind_ip:
             return self.host.bind_ip

@@ -32,6 +32,7 @@ from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.server.search import SEARCH_CANDIDATES, SEARCH_RESULTS, distance, search_scope
 from lakekeeper_host.server.tabulars.locations import inside_tabular
 from lakekeeper_host.service.authz import Resource
+from lakekeeper_host.service.contracts import TabularView
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import tabular_admin
@@ -39,6 +40,8 @@ from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.db import Executor
+from lakekeeper_host.store.tabulars import TabularRow
+from lakekeeper_host.store.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ async def schedule_purge(db: Executor, *, project_id: str, warehouse_id: str, ta
 
 
 async def drop_tabular(
-    state: AppState, meta: RequestMetadata, warehouse: Any, tabular: Any, *, purge: bool, force: bool
+    state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, tabular: TabularRow, *, purge: bool, force: bool
 ) -> None:
     """Drop one live table, view or generic table of ``warehouse`` (a ``WarehouseRow``).
 
@@ -90,7 +93,7 @@ async def drop_tabular(
     # ------------------------------------------------ VALIDATIONS
     if getattr(tabular, "protected", False) and not force:
         raise protected_error(tabular)
-    await state.contracts.check_drop(tabular)
+    await state.contracts.check_drop(TabularView.of(tabular))
 
     # ------------------------------------------------ BUSINESS LOGIC
     soft_seconds = warehouse.soft_delete_seconds

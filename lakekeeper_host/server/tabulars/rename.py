@@ -18,6 +18,7 @@ from lakekeeper_host.server.resolve import (
     tabular_not_found,
 )
 from lakekeeper_host.server.tabulars.staged import forget_staged, remove_staged
+from lakekeeper_host.service.contracts import RenameDestination, TabularView
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import tabulars as tabular_store
@@ -91,7 +92,7 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
         state, meta, typ, row.id, warehouse.id, row.namespace_id, destination.id,
         hidden_source=tabular_not_found(typ, source_ns, source_name), hidden_destination=no_such_namespace(dest_ns),
     )
-    await state.contracts.check_rename(row, {"namespace": list(dest_ns), "name": dest_name})
+    await state.contracts.check_rename(TabularView.of(row), RenameDestination(tuple(dest_ns), dest_name))
 
     # ------------------------------------------------ BUSINESS LOGIC
     replaced = None
