@@ -22,7 +22,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
         f"lakekeeper_host.builtins.{module}"
         for module in ("authz_allow_all", "secrets_database", "storage_file", "events_log")
     ),
-    "lakekeeper_host.server.builtin_queues",
+    "lakekeeper_host.server.management.builtin_queues",
     "lakekeeper_host.server.housekeeping",
 )
 

@@ -65,7 +65,7 @@ if ! "$PYTHON" -c 'import opa_bindings.engine' 2>/dev/null; then
 fi
 
 if [ "${LAKEKEEPER_SKIP_S3A_JARS:-0}" != 1 ]; then
-    "$PYTHON" -c 'from lakekeeper_host.spark import ensure_hadoop_aws_jars; ensure_hadoop_aws_jars()'
+    "$PYTHON" -c 'from lakekeeper_host.engines.spark import ensure_hadoop_aws_jars; ensure_hadoop_aws_jars()'
 fi
 
 # Report: every line should say "ok"; a "MISSING" line names what to install.
@@ -73,7 +73,7 @@ fi
 import importlib.util
 import shutil
 
-from lakekeeper_host import duckdb_util, spark
+from lakekeeper_host.engines import duckdb_util, spark
 from lakekeeper_testing import services
 
 checks = {

@@ -38,8 +38,8 @@ from lakekeeper_host.config import Settings
 from lakekeeper_host.errors import CatalogError, service_unavailable
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.metrics import Metrics
-from lakekeeper_host.server import roles, users
-from lakekeeper_host.server.statistics import http_route, request_ids
+from lakekeeper_host.server.management import roles, users
+from lakekeeper_host.server.management.statistics import http_route, request_ids
 from lakekeeper_host.service.authz import ANONYMOUS, Actor
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState

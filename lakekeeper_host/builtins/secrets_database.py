@@ -4,7 +4,7 @@ The same backend serves SQLite. Values are sealed with AES-256-GCM under a key d
 ``LAKEKEEPER__PG_ENCRYPTION_KEY`` (scrypt); the row holds only nonce + ciphertext, and the secret
 id is bound as associated data, so a ciphertext copied onto another row does not open.
 ``lakekeeper rotate-encryption-key`` re-seals every row under a new key
-(``lakekeeper_host.server.key_rotation``).
+(``lakekeeper_host.server.management.key_rotation``).
 """
 
 from __future__ import annotations

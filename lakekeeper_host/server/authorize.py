@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from lakekeeper_host.errors import CatalogError, action_forbidden, no_such_warehouse
+from lakekeeper_host.errors import CatalogError, action_forbidden, no_such_warehouse, project_not_found
 from lakekeeper_host.service.authz import ACTIONS, ANONYMOUS, DATA_PLANE_ACTIONS, Actor, Principal, Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -267,6 +267,11 @@ async def authorize_warehouse(state: AppState, meta: RequestMetadata, action: st
     """:func:`authorize` on a warehouse: a warehouse the caller may not see is "not found"."""
     await authorize(state, meta, action, "warehouse", warehouse_id, warehouse_id,
                     hidden=no_such_warehouse(f"Warehouse {warehouse_id} not found"))
+
+
+async def authorize_project(state: AppState, meta: RequestMetadata, action: str, project_id: str) -> None:
+    """:func:`authorize` on a project: a project the caller may not see is "not found"."""
+    await authorize(state, meta, action, "project", project_id, hidden=project_not_found(project_id))
 
 
 async def role_members_changed(

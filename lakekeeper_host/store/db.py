@@ -678,7 +678,7 @@ def database_urls(settings: Settings) -> tuple[str, str | None]:
     if pg.pg_database_url_write or pg.pg_database_url_read:
         write = (pg.pg_database_url_write or pg.pg_database_url_read).get()
         read = (pg.pg_database_url_read or pg.pg_database_url_write).get()
-        return _asyncpg_url(write, "LAKEKEEPER__PG_DATABASE_URL_WRITE"), _asyncpg_url(
+        return asyncpg_url(write, "LAKEKEEPER__PG_DATABASE_URL_WRITE"), asyncpg_url(
             read, "LAKEKEEPER__PG_DATABASE_URL_READ"
         )
     if pg.pg_host_w:
@@ -689,11 +689,11 @@ def database_urls(settings: Settings) -> tuple[str, str | None]:
             auth += ":" + quote(pg.pg_password.get(), safe="")
         write = f"postgresql://{auth}@{pg.pg_host_w}:{pg.pg_port}/{pg.pg_database}"
         read = f"postgresql://{auth}@{pg.pg_host_r or pg.pg_host_w}:{pg.pg_port}/{pg.pg_database}"
-        return _asyncpg_url(write, "LAKEKEEPER__PG_HOST_W"), _asyncpg_url(read, "LAKEKEEPER__PG_HOST_R")
+        return asyncpg_url(write, "LAKEKEEPER__PG_HOST_W"), asyncpg_url(read, "LAKEKEEPER__PG_HOST_R")
     return f"sqlite+aiosqlite:///{settings.embedded_database_file}", None
 
 
-def _asyncpg_url(url: str, variable: str) -> str:
+def asyncpg_url(url: str, variable: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("postgres", "postgresql", "postgresql+asyncpg") or not parts.hostname:
         raise ConfigError(

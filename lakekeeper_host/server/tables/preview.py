@@ -42,7 +42,7 @@ from lakekeeper_host.server import metadata_io
 from lakekeeper_host.server.authorize import authorize, data_permission
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.resolve import require_warehouse
-from lakekeeper_host.server.tables.scan_planning import StorageFileIO, _json_value
+from lakekeeper_host.server.tables.scan_planning import StorageFileIO, single_value_json
 from lakekeeper_host.server.tabulars.locations import inside_tabular
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -287,8 +287,8 @@ def _column_json(schema: Schema, field_id: int, field: Any, column: dict[str, An
         "null-count": column["nulls"] if has["nulls"] else None,
         "nan-count": column["nans"] if has["nans"] and floating else None,
         "column-size-in-bytes": column["size"] if has["size"] else None,
-        "lower-bound": json_value(_json_value(field.field_type, column["lower"])),
-        "upper-bound": json_value(_json_value(field.field_type, column["upper"])),
+        "lower-bound": json_value(single_value_json(field.field_type, column["lower"])),
+        "upper-bound": json_value(single_value_json(field.field_type, column["upper"])),
         # false when a file recorded no bound for values it holds: the true bounds may lie further out
         "bounds-complete": has["bounds"],
     }

@@ -25,7 +25,7 @@ from typing import Any
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server import events, kinds, pagination
-from lakekeeper_host.server.authorize import authorize_warehouse, deleted, visible
+from lakekeeper_host.server.authorize import authorize, authorize_warehouse, deleted, visible
 from lakekeeper_host.server.namespaces.admin import decode_name, namespace_parts
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.resolve import require_warehouse
@@ -174,16 +174,29 @@ def _target(item: Any) -> tuple[str, str]:
     return kinds.from_wire(typ) or typ, tabular_id
 
 
-async def undrop_tabulars(state: AppState, meta: RequestMetadata, warehouse: Any, targets: Iterable[Any]) -> list[Any]:
+async def undrop_tabulars(
+    state: AppState, meta: RequestMetadata, warehouse_id: str, targets: Iterable[Any]
+) -> list[Any]:
     """Restore soft-deleted tables, views and generic tables: clear ``deleted_at`` and cancel their
     pending expiration.
 
-    ``warehouse`` is a ``WarehouseRow`` (or its id). ``targets`` are ``{"type": "table"|"view"|
-    "generic-table", "id": ...}`` items. All or nothing: an unknown id is a 404, a name taken meanwhile by a live
+    The warehouse must be active and usable by the caller, and each target undroppable by them (one
+    they may not see is "not found"). ``targets`` are ``{"type": "table"|"view"|"generic-table",
+    "id": ...}`` items. All or nothing: an unknown id is a 404, a name taken meanwhile by a live
     table or view a 409, an expiration already running a 409. Returns the restored rows and
     publishes one ``undropTabulars`` event per row.
     """
-    warehouse_id = str(getattr(warehouse, "id", warehouse))
+    targets = list(targets)
+    warehouse = await require_warehouse(state, warehouse_id, active_only=True)
+    warehouse_id = warehouse.id
+    await authorize_warehouse(state, meta, "use", warehouse_id)
+    for item in targets:
+        wire_type = str(item.get("type") if isinstance(item, dict) else item.type)
+        kind, tabular_id = kinds.from_wire(wire_type), _target(item)[1]
+        if kind is None:
+            raise bad_request(f"targets[].type must be 'table', 'view' or 'generic-table', got {wire_type!r}")
+        await authorize(state, meta, "undrop", kind, tabular_id, warehouse_id,
+                        hidden=not_found(f"{kinds.label(kind)} {tabular_id} not found", "TabularNotFound"))
     wanted = [_target(t) for t in targets]
     for index, (typ, tabular_id) in enumerate(wanted):
         if typ not in kinds.KINDS:
