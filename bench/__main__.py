@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     authz.add_argument("--tables", type=int, default=1000)
     authz.add_argument("--seconds", type=float, default=15.0, help="loadTable duration per authorizer")
     authz.add_argument("--samples", type=int, default=20, help="list pages timed per authorizer")
+    trino = commands.add_parser("trino-opa", help="Trino FilterTables: catalog endpoint vs Rego bundle on OPA")
+    trino.add_argument("--backend", choices=("sqlite", "postgres"), default="postgres")
+    trino.add_argument("--tables", type=int, default=1000)
+    trino.add_argument("--samples", type=int, default=20, help="timed FilterTables requests per way")
     cpu = commands.add_parser("cpu", help="server CPU per request under wrk (quick check of a change), py-spy profile")
     cpu.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     cpu.add_argument("--workers", type=int, default=1)
@@ -51,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench.authz import run
 
         print(json.dumps(run(args.backend, tables=args.tables, seconds=args.seconds, samples=args.samples)["summary"]))
+        return 0
+    if args.command == "trino-opa":
+        from bench.trino_opa import run as run_trino
+
+        print(json.dumps(run_trino(args.backend, tables=args.tables, samples=args.samples)["summary"]))
         return 0
     if args.command == "cpu":
         from bench.cpu import main as cpu_main

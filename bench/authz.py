@@ -32,6 +32,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import statistics
 import tempfile
 import time
@@ -162,8 +163,16 @@ def run(backend: str, *, tables: int = 1000, seconds: float = 15.0, samples: int
     path.write_text(json.dumps(result, indent=2) + "\n")
     result["json"] = str(path)
     if markdown is not None:
-        markdown.write_text(render(result, path))
+        kept = other_sections(markdown.read_text()) if markdown.exists() else ""
+        markdown.write_text(render(result, path) + kept)
     return result
+
+
+def other_sections(document: str) -> str:
+    """The sections other benchmarks keep in the same file (``<!-- name: ... -->`` to ``<!-- /name -->``,
+    e.g. ``python -m bench trino-opa``), so rewriting this one keeps them."""
+    found = re.finditer(r"<!-- ([\w-]+): .*? -->\n.*?<!-- /\1 -->\n?", document, re.DOTALL)
+    return "".join("\n" + m.group(0) for m in found)
 
 
 class _database:

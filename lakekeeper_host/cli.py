@@ -383,7 +383,7 @@ def cmd_plugins(settings: Settings, args) -> int:
 def cmd_rotate_encryption_key(settings: Settings, args) -> int:
     from pathlib import Path
 
-    from lakekeeper_host.server.key_rotation import KeyRotationError, rotate_encryption_key
+    from lakekeeper_host.server.management.key_rotation import KeyRotationError, rotate_encryption_key
     from lakekeeper_host.service.secrets import SecretStoreError
     from lakekeeper_host.store import Store
 
@@ -413,7 +413,7 @@ def cmd_rotate_encryption_key(settings: Settings, args) -> int:
 
 
 def cmd_maintain(settings: Settings, args) -> int:
-    from lakekeeper_host.maintenance_cli import maintain
+    from lakekeeper_host.engines.maintenance_cli import maintain
 
     return maintain(settings, args)
 
@@ -428,9 +428,9 @@ def cmd_openfga(settings: Settings, args) -> int:
 
 
 def cmd_authz(settings: Settings, args) -> int:
-    """``lakekeeper authz reconcile [--mode ...] [--dry-run]``: see ``server/authz_reconcile.py``."""
+    """``lakekeeper authz reconcile [--mode ...] [--dry-run]``: see ``server/management/authz_reconcile.py``."""
     from lakekeeper_host.registry import BuildContext
-    from lakekeeper_host.server.authz_reconcile import reconcile_authorizer
+    from lakekeeper_host.server.management.authz_reconcile import reconcile_authorizer
     from lakekeeper_host.store import Store
     from lakekeeper_host.store.migrate import migration_status
     from lakekeeper_host.store.server import get_or_create_server

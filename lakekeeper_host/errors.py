@@ -62,6 +62,10 @@ def no_such_warehouse(message: str = "Warehouse does not exist") -> CatalogError
     return CatalogError(404, "NoSuchWarehouseException", message)
 
 
+def project_not_found(project_id: str) -> CatalogError:
+    return CatalogError(404, "ProjectNotFound", f"Project {project_id} does not exist")
+
+
 def already_exists(message: str, type_: str = "AlreadyExistsException") -> CatalogError:
     return CatalogError(409, type_, message)
 

@@ -8,12 +8,16 @@ may return an awaitable, which the host awaits.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
     from lakekeeper_host.registry import BackendSpec, StorageSpec, TaskQueueSpec
+    from lakekeeper_host.service.authz import Authorizer
+    from lakekeeper_host.service.contracts import ContractChecker
+    from lakekeeper_host.service.events import EventSink
+    from lakekeeper_host.service.secrets import SecretStore
     from lakekeeper_host.service.state import AppState
 
 PROJECT_NAME = "lakekeeper"
@@ -26,7 +30,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec
-def lakekeeper_storage_profiles() -> list[StorageSpec]:
+def lakekeeper_storage_profiles() -> list[StorageSpec[Any, Any]]:
     """Return storage specs.
 
     Each spec names the ``type`` tag of a storage profile (``"s3"``, ``"file"``), the attrs
@@ -36,17 +40,17 @@ def lakekeeper_storage_profiles() -> list[StorageSpec]:
 
 
 @hookspec
-def lakekeeper_secret_stores() -> list[BackendSpec]:
+def lakekeeper_secret_stores() -> list[BackendSpec[SecretStore]]:
     """Return secret-store specs; one is selected by ``LAKEKEEPER__SECRET_BACKEND``."""
 
 
 @hookspec
-def lakekeeper_authorizers() -> list[BackendSpec]:
+def lakekeeper_authorizers() -> list[BackendSpec[Authorizer]]:
     """Return authorizer specs; one is selected by ``LAKEKEEPER__AUTHZ_BACKEND``."""
 
 
 @hookspec
-def lakekeeper_event_sinks() -> list[BackendSpec]:
+def lakekeeper_event_sinks() -> list[BackendSpec[EventSink]]:
     """Return event-sink specs.
 
     Fan-out: every sink whose factory returns a non-``None`` object receives every event.
@@ -55,7 +59,7 @@ def lakekeeper_event_sinks() -> list[BackendSpec]:
 
 
 @hookspec
-def lakekeeper_contract_checkers() -> list[BackendSpec]:
+def lakekeeper_contract_checkers() -> list[BackendSpec[ContractChecker]]:
     """Return contract-checker specs.
 
     Every enabled checker runs, in registration order, on table and view commits, drops and

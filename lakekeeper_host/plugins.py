@@ -22,7 +22,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
         f"lakekeeper_host.builtins.{module}"
         for module in ("authz_allow_all", "secrets_database", "storage_file", "events_log")
     ),
-    "lakekeeper_host.server.builtin_queues",
+    "lakekeeper_host.server.management.builtin_queues",
     "lakekeeper_host.server.housekeeping",
 )
 
@@ -61,10 +61,10 @@ def make_plugin_manager(
     return pm
 
 
-def list_plugins(pm: pluggy.PluginManager, contributions: dict[str, list[str]] | None = None):
+def list_plugins(pm: pluggy.PluginManager, contributions: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
     """Name, distribution version and hooks of every registered plugin."""
     dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
-    result = []
+    result: list[dict[str, Any]] = []
     for plugin in pm.get_plugins():
         name = pm.get_name(plugin) or repr(plugin)
         dist = dists.get(id(plugin))

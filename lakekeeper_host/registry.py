@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pluggy
 from attrs import field, frozen
 
+from lakekeeper_host.config import HostConfig, PgConfig, Settings
+
+if TYPE_CHECKING:
+    from lakekeeper_host.service.storage import Storage
+    from lakekeeper_host.store import Store
+
 T = TypeVar("T")
+C = TypeVar("C")
+# a storage type's profile and credential classes (attrs, structured from the management API's JSON)
+P = TypeVar("P")
+K = TypeVar("K")
 
 
 class StartupError(Exception):
@@ -16,11 +26,44 @@ class StartupError(Exception):
 
 
 @frozen
+class PluginSettings:
+    """The server's configuration as a plugin reads it: the host's own sections, and the plugin's
+    (``section(cls)``: an attrs class structured once per process from the same keys; keys no
+    section reads are reported at startup)."""
+
+    _settings: Settings
+
+    @property
+    def host(self) -> HostConfig:
+        return self._settings.host
+
+    @property
+    def pg(self) -> PgConfig:
+        return self._settings.pg
+
+    @property
+    def embedded(self) -> bool:
+        """The catalog runs on its embedded SQLite database."""
+        return self._settings.embedded
+
+    @property
+    def embedded_database_file(self) -> str | None:
+        return self._settings.embedded_database_file
+
+    def section(self, cls: type[C]) -> C:
+        return self._settings.section(cls)
+
+
+def plugin_settings(settings: Settings | PluginSettings) -> PluginSettings:
+    return settings if isinstance(settings, PluginSettings) else PluginSettings(settings)
+
+
+@frozen
 class BuildContext:
     """What a backend factory may use while it is built."""
 
-    settings: Any  # lakekeeper_host.config.Settings
-    db: Any = None  # lakekeeper_host.store.Store, once connected
+    settings: PluginSettings = field(converter=plugin_settings)
+    db: Store | None = None  # connected; None for ``lakekeeper migrate`` of an authorizer
     server_id: str | None = None
 
 
@@ -45,19 +88,19 @@ class BackendSpec(Generic[T]):
 
 
 @frozen
-class StorageSpec:
+class StorageSpec(Generic[P, K]):
     """A storage-profile type contributed by a plugin.
 
     ``profile_cls`` and ``credential_cls`` are attrs classes structured from the kebab-case
     ``storage-profile`` / ``storage-credential`` JSON (the ``type`` tag is ``storage_type``).
-    ``factory(profile, credential, ctx)`` builds the warehouse's storage object
-    (``lakekeeper_host.service.storage.Storage``); it must be cheap: it runs per warehouse load.
+    ``factory(profile, credential, ctx)`` builds the warehouse's storage object (``credential`` is
+    None when the warehouse has none); it must be cheap: it runs per warehouse load.
     """
 
     storage_type: str
-    profile_cls: type
-    factory: Callable[..., Any]
-    credential_cls: type | None = None
+    profile_cls: type[P]
+    factory: Callable[[P, K | None, BuildContext], Storage]
+    credential_cls: type[K] | None = None
     config_cls: type | None = None
     aliases: tuple[str, ...] = ()
 
@@ -88,11 +131,11 @@ def normalize_name(name: str) -> str:
 class Registry:
     """Everything the installed plugins contribute, keyed by normalised name."""
 
-    storage: dict[str, StorageSpec]
-    secret_stores: dict[str, BackendSpec]
-    authorizers: dict[str, BackendSpec]
-    event_sinks: dict[str, BackendSpec]
-    contract_checkers: dict[str, BackendSpec]
+    storage: dict[str, StorageSpec[Any, Any]]
+    secret_stores: dict[str, BackendSpec[Any]]
+    authorizers: dict[str, BackendSpec[Any]]
+    event_sinks: dict[str, BackendSpec[Any]]
+    contract_checkers: dict[str, BackendSpec[Any]]
     task_queues: dict[str, TaskQueueSpec]
     # plugin name -> what it contributed, for `lakekeeper plugins` and /management/v1/plugins
     contributions: dict[str, list[str]] = field(factory=dict)
@@ -136,7 +179,7 @@ class Registry:
         )
 
     @staticmethod
-    def _select(table: dict[str, Any], name: str, setting: str) -> Any:
+    def _select(table: dict[str, BackendSpec[Any]], name: str, setting: str) -> BackendSpec[Any]:
         try:
             return table[normalize_name(name)]
         except KeyError:
@@ -145,13 +188,13 @@ class Registry:
                 f"{setting}={name!r} is not a known backend; available: {available}"
             ) from None
 
-    def authorizer(self, name: str) -> BackendSpec:
+    def authorizer(self, name: str) -> BackendSpec[Any]:
         return self._select(self.authorizers, name, "LAKEKEEPER__AUTHZ_BACKEND")
 
-    def secret_store(self, name: str) -> BackendSpec:
+    def secret_store(self, name: str) -> BackendSpec[Any]:
         return self._select(self.secret_stores, name, "LAKEKEEPER__SECRET_BACKEND")
 
-    def storage_spec(self, storage_type: str) -> StorageSpec | None:
+    def storage_spec(self, storage_type: str) -> StorageSpec[Any, Any] | None:
         return self.storage.get(normalize_name(storage_type))
 
     def unique(self, table: dict[str, T]) -> list[T]:

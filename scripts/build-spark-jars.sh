@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the two relocated jars the PyPI Iceberg runtime (snowpark-connect-deps-iceberg) lacks, for Spark
-# without Maven access (lakekeeper_host/spark.py, jars_mode offline). Output: $1, default the per-user
-# cache ~/.cache/lakekeeper/jars/spark-jars, where lakekeeper_host.spark finds them.
+# without Maven access (lakekeeper_host/engines/spark.py, jars_mode offline). Output: $1, default the per-user
+# cache ~/.cache/lakekeeper/jars/spark-jars, where lakekeeper_host.engines.spark finds them.
 # Needs: apt-get install -y libjarjar-java zip unzip; Java; pyspark==3.5.9 in $PYTHON (default: python3).
 # httpclient5 >= 5.4 comes from Debian sid packages fetched into a private apt folder (bookworm's 5.2.1 lacks
 # TlsSocketStrategy); the system's apt configuration is not touched.

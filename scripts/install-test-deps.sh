@@ -7,6 +7,9 @@
 #     browser tests (tests/ui) and wrk for the benchmark (bench/wrk.py), from apt, if absent
 #   - Azurite (Azure Blob emulator, npm azurite 3.37.0) into ~/.cache/lakekeeper/azurite
 #     ($LAKEKEEPER_AZURITE_DIR overrides), if node/npm exist and it is not there yet (~365 MB)
+#   - OPA's engine for the Trino Rego bundle's tests (plugins/authz-openfga/tests/test_trino_opa.py):
+#     the PyPI package opa-golib-python-bindings, whose wheel declares Python >= 3.14 but runs on
+#     older ones, so it is installed with --ignore-requires-python (the tests skip without it)
 #   - hadoop-aws + AWS SDK v1 bundle jars for Spark's s3a, extracted once from the sagemaker-pyspark
 #     sdist on PyPI into ~/.cache/lakekeeper/jars (~180 MB download the first time; set
 #     LAKEKEEPER_SKIP_S3A_JARS=1 to skip)
@@ -56,15 +59,21 @@ if [ ! -f "$azurite_dir/node_modules/azurite/dist/src/blob/main.js" ]; then
     fi
 fi
 
+if ! "$PYTHON" -c 'import opa_bindings.engine' 2>/dev/null; then
+    echo "pip: installing opa-golib-python-bindings (OPA's engine)"
+    "$PYTHON" -m pip install --quiet --ignore-requires-python opa-golib-python-bindings
+fi
+
 if [ "${LAKEKEEPER_SKIP_S3A_JARS:-0}" != 1 ]; then
-    "$PYTHON" -c 'from lakekeeper_host.spark import ensure_hadoop_aws_jars; ensure_hadoop_aws_jars()'
+    "$PYTHON" -c 'from lakekeeper_host.engines.spark import ensure_hadoop_aws_jars; ensure_hadoop_aws_jars()'
 fi
 
 # Report: every line should say "ok"; a "MISSING" line names what to install.
 "$PYTHON" - <<'EOF'
+import importlib.util
 import shutil
 
-from lakekeeper_host import duckdb_util, spark
+from lakekeeper_host.engines import duckdb_util, spark
 from lakekeeper_testing import services
 
 checks = {
@@ -79,6 +88,7 @@ checks = {
     "chromium": lambda: shutil.which("chromium") or None,
     "spark jars": lambda: spark.resolve_spark_jars("offline").jars,
     "duckdb extensions": lambda: [duckdb_util.extension_path(name) for name in duckdb_util.EXTENSIONS],
+    "opa engine (opa-golib-python-bindings)": lambda: importlib.util.find_spec("opa_bindings"),
 }
 failed = False
 for name, check in checks.items():

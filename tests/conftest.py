@@ -89,7 +89,7 @@ def prefix_url(server, warehouse) -> str:
 @pytest.fixture(scope="session")
 def spark():
     """THE SparkSession of the test run (one JVM); register catalogs with ``spark_catalog``."""
-    from lakekeeper_host.spark import shared_session
+    from lakekeeper_host.engines.spark import shared_session
 
     session = shared_session()
     yield session
@@ -99,7 +99,7 @@ def spark():
 @pytest.fixture
 def spark_catalog(spark, server, warehouse):
     """Register the fresh warehouse as a Spark catalog; returns its name (unique per test)."""
-    from lakekeeper_host.spark import add_catalog
+    from lakekeeper_host.engines.spark import add_catalog
 
     name = "c_" + warehouse["name"].replace("-", "_")
     return add_catalog(spark, server.catalog_url, warehouse["name"], catalog_name=name)

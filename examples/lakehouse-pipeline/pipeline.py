@@ -281,7 +281,7 @@ def _columns_ddl(schema: StructType) -> str:
 def connect(spark: SparkSession, catalog_uri: str = DEFAULT_CATALOG_URI, warehouse: str = DEFAULT_WAREHOUSE, *,
             spark_catalog: str = DEFAULT_SPARK_CATALOG, token: str | None = None) -> Lakehouse:  # fmt: skip
     """Register the warehouse on ``spark`` as the Iceberg catalog ``spark_catalog``."""
-    from lakekeeper_host.spark import add_catalog
+    from lakekeeper_host.engines.spark import add_catalog
 
     add_catalog(spark, catalog_uri, warehouse, catalog_name=spark_catalog, token=token)
     return Lakehouse(spark=spark, catalog_uri=catalog_uri, warehouse=warehouse, spark_catalog=spark_catalog,
@@ -428,7 +428,7 @@ def gold_rows_pyiceberg(lake: Lakehouse) -> list[tuple]:
 
 
 def gold_rows_duckdb(lake: Lakehouse) -> list[tuple]:
-    from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
+    from lakekeeper_host.engines.duckdb_util import attach_catalog, connect_duckdb
 
     con = connect_duckdb()
     try:
@@ -539,7 +539,7 @@ def start_spark(catalog_uri: str = DEFAULT_CATALOG_URI, warehouse: str = DEFAULT
     """
     from pyspark.sql import SparkSession
 
-    from lakekeeper_host.spark import build_spark_session
+    from lakekeeper_host.engines.spark import build_spark_session
 
     if (active := SparkSession.getActiveSession()) is not None:
         return active

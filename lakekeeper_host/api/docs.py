@@ -246,7 +246,7 @@ REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
         ("management_warehouses.update_storage_credential", "management_warehouses.validate_storage_credential"),
         ("lakekeeper_host.server.warehouses.storage", "UpdateCredential"),
     ),
-    "management_maintenance.set_table_maintenance": ("lakekeeper_host.spark_maintenance", "MaintenancePolicy"),
+    "management_maintenance.set_table_maintenance": ("lakekeeper_host.engines.spark_maintenance", "MaintenancePolicy"),
     **{f"management_permissions.{name}_update_assignments": "UpdateAssignmentsRequest"
        for name in PERMISSION_OBJECTS},
     **{f"management_permissions.{name}_set_managed_access": "SetManagedAccessRequest"

@@ -13,10 +13,10 @@ from quart import Blueprint
 
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, state
 from lakekeeper_host.serde import structure_body
-from lakekeeper_host.server import bootstrap as server_bootstrap
-from lakekeeper_host.server import projects
-from lakekeeper_host.server.bootstrap import server_info
-from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.management import bootstrap as server_bootstrap
+from lakekeeper_host.server.management import projects
+from lakekeeper_host.server.management.bootstrap import server_info
+from lakekeeper_host.server.resolve import resolve_project_id
 
 blueprint = Blueprint("management", __name__, url_prefix="/management/v1")
 

@@ -2,7 +2,7 @@
 
 ``POST /action/batch-check`` answers many "may this user or role do that on this object" questions
 in one request (the console, OPA bridges, Trino). The logic is in
-:mod:`lakekeeper_host.server.batch_check`.
+:mod:`lakekeeper_host.server.management.batch_check`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from quart import Blueprint, request
 
 from lakekeeper_host.api.common import json_body, json_response, metadata, state
-from lakekeeper_host.server import batch_check as checks
-from lakekeeper_host.server import permissions
+from lakekeeper_host.server.management import batch_check as checks
+from lakekeeper_host.server.management import permissions
 
 blueprint = Blueprint("management_actions", __name__, url_prefix="/management/v1")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from quart import Blueprint
 
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, optional_json_body, state
-from lakekeeper_host.server import maintenance
+from lakekeeper_host.server.management import maintenance
 
 blueprint = Blueprint("management_maintenance", __name__, url_prefix="/management/v1")
 

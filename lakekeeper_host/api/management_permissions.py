@@ -14,7 +14,7 @@ from collections.abc import Callable
 from quart import Blueprint, request
 
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, state
-from lakekeeper_host.server import permissions
+from lakekeeper_host.server.management import permissions
 
 blueprint = Blueprint("management_permissions", __name__, url_prefix="/management/v1/permissions")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from quart import Blueprint
 
 from lakekeeper_host.api.common import json_body, json_response, metadata, state
-from lakekeeper_host.server import statistics
-from lakekeeper_host.server.projects import authorize_project, resolve_project_id
+from lakekeeper_host.server.management import statistics
+from lakekeeper_host.server.resolve import resolve_project_id
 
 blueprint = Blueprint("management_statistics", __name__, url_prefix="/management/v1")
 
@@ -15,5 +15,4 @@ blueprint = Blueprint("management_statistics", __name__, url_prefix="/management
 async def endpoint_statistics():
     body = await json_body()
     project_id = resolve_project_id(state(), metadata().project_id)
-    await authorize_project(state(), metadata(), "get_endpoint_statistics", project_id)
-    return json_response(await statistics.endpoint_statistics(state(), project_id, body))
+    return json_response(await statistics.endpoint_statistics(state(), metadata(), project_id, body))

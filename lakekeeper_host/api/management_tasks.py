@@ -8,11 +8,8 @@ from quart import Blueprint
 
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, optional_json_body, query_int, state
 from lakekeeper_host.serde import iso_timestamp
-from lakekeeper_host.server import tasks
-from lakekeeper_host.server.authorize import authorize_warehouse
-from lakekeeper_host.server.projects import authorize_project, resolve_project_id
-from lakekeeper_host.server.resolve import require_warehouse
-from lakekeeper_host.store.tasks import TaskLogRow, TaskRow
+from lakekeeper_host.server.management import tasks
+from lakekeeper_host.server.management.tasks import TaskLogRow, TaskRow
 
 blueprint = Blueprint("management_tasks", __name__, url_prefix="/management/v1")
 
@@ -81,6 +78,11 @@ def attempt_json(row: TaskLogRow) -> dict[str, Any]:
     }
 
 
+def _num_attempts() -> int:
+    attempts = query_int("numAttempts")
+    return DEFAULT_ATTEMPTS if attempts is None else attempts
+
+
 def details_json(current: TaskRow | TaskLogRow, attempts: list[TaskLogRow]) -> dict[str, Any]:
     result = task_json(current)
     result["task-data"] = current.payload or {}
@@ -91,100 +93,71 @@ def details_json(current: TaskRow | TaskLogRow, attempts: list[TaskLogRow]) -> d
     return result
 
 
-async def _warehouse_scope(warehouse_id: str, action: str) -> tuple[str, str]:
-    warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
-    await authorize_warehouse(state(), metadata(), action, warehouse.id)
-    return warehouse.project_id, warehouse.id
-
-
-async def _project_scope(action: str) -> str:
-    project_id = resolve_project_id(state(), metadata().project_id)
-    await authorize_project(state(), metadata(), action, project_id)
-    return project_id
-
-
 # ---------------------------------------------------------------- warehouse queues and tasks
 
 
 @blueprint.get("/warehouse/<warehouse_id>/task-queue/<queue_name>/config")
 async def get_queue_config(warehouse_id: str, queue_name: str):
-    project_id, wid = await _warehouse_scope(warehouse_id, "get_task_queue_config")
-    return json_response(await tasks.get_queue_config(state(), project_id, wid, queue_name, project_level=False))
+    return json_response(await tasks.get_queue_config(state(), metadata(), warehouse_id, queue_name))
 
 
 @blueprint.post("/warehouse/<warehouse_id>/task-queue/<queue_name>/config")
 async def set_queue_config(warehouse_id: str, queue_name: str):
-    project_id, wid = await _warehouse_scope(warehouse_id, "modify_task_queue_config")
-    await tasks.set_queue_config(state(), project_id, wid, queue_name, await json_body(), project_level=False)
+    await tasks.set_queue_config(state(), metadata(), warehouse_id, queue_name, await json_body())
     return empty(204)
 
 
 @blueprint.post("/warehouse/<warehouse_id>/task-queue/<queue_name>/schedule")
 async def schedule_task(warehouse_id: str, queue_name: str):
-    project_id, wid = await _warehouse_scope(warehouse_id, "control_all_tasks")
-    task_id = await tasks.schedule_task(state(), project_id, wid, queue_name, await json_body())
+    task_id = await tasks.schedule_task(state(), metadata(), warehouse_id, queue_name, await json_body())
     return json_response({"task-id": task_id})
 
 
 @blueprint.post("/warehouse/<warehouse_id>/task/list")
 async def list_tasks(warehouse_id: str):
-    project_id, wid = await _warehouse_scope(warehouse_id, "get_all_tasks")
-    rows, next_token = await tasks.list_tasks(state(), project_id, wid, await optional_json_body())
+    rows, next_token = await tasks.list_tasks(state(), metadata(), warehouse_id, await optional_json_body())
     return json_response({"tasks": [task_json(r) for r in rows], "next-page-token": next_token})
 
 
 @blueprint.get("/warehouse/<warehouse_id>/task/by-id/<task_id>")
 async def get_task(warehouse_id: str, task_id: str):
-    project_id, wid = await _warehouse_scope(warehouse_id, "get_all_tasks")
-    attempts = query_int("numAttempts")
-    current, history = await tasks.get_task(
-        state(), project_id, wid, task_id, DEFAULT_ATTEMPTS if attempts is None else attempts
-    )
+    current, history = await tasks.get_task(state(), metadata(), warehouse_id, task_id, _num_attempts())
     return json_response(details_json(current, history))
 
 
 @blueprint.post("/warehouse/<warehouse_id>/task/control")
 async def control_tasks(warehouse_id: str):
-    project_id, wid = await _warehouse_scope(warehouse_id, "control_all_tasks")
-    await tasks.control_tasks(state(), project_id, wid, await json_body())
+    await tasks.control_tasks(state(), metadata(), warehouse_id, await json_body())
     return empty(204)
 
 
-# ---------------------------------------------------------------- project queues and tasks
+# ---------------------------------------------------------------- project queues and tasks (warehouse_id None)
 
 
 @blueprint.get("/project/task-queue/<queue_name>/config")
 async def get_project_queue_config(queue_name: str):
-    project_id = await _project_scope("get_task_queue_config")
-    return json_response(await tasks.get_queue_config(state(), project_id, None, queue_name, project_level=True))
+    return json_response(await tasks.get_queue_config(state(), metadata(), None, queue_name))
 
 
 @blueprint.post("/project/task-queue/<queue_name>/config")
 async def set_project_queue_config(queue_name: str):
-    project_id = await _project_scope("modify_task_queue_config")
-    await tasks.set_queue_config(state(), project_id, None, queue_name, await json_body(), project_level=True)
+    await tasks.set_queue_config(state(), metadata(), None, queue_name, await json_body())
     return empty(204)
 
 
 @blueprint.post("/project/task/list")
 async def list_project_tasks():
-    project_id = await _project_scope("get_project_tasks")
-    rows, next_token = await tasks.list_tasks(state(), project_id, None, await optional_json_body())
+    rows, next_token = await tasks.list_tasks(state(), metadata(), None, await optional_json_body())
     return json_response({"tasks": [task_json(r) for r in rows], "next-page-token": next_token})
 
 
 @blueprint.get("/project/task/by-id/<task_id>")
 async def get_project_task(task_id: str):
-    project_id = await _project_scope("get_project_tasks")
-    attempts = query_int("numAttempts")
-    current, history = await tasks.get_task(
-        state(), project_id, None, task_id, DEFAULT_ATTEMPTS if attempts is None else attempts
-    )
+    current, history = await tasks.get_task(state(), metadata(), None, task_id, _num_attempts())
     return json_response(details_json(current, history))
 
 
 @blueprint.post("/project/task/control")
 async def control_project_tasks():
-    project_id = await _project_scope("control_project_tasks")
-    await tasks.control_tasks(state(), project_id, None, await json_body())
+    await tasks.control_tasks(state(), metadata(), None, await json_body())
     return empty(204)

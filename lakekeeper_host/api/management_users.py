@@ -6,7 +6,7 @@ from quart import Blueprint, request
 
 from lakekeeper_host.api.common import empty, json_body, json_response, metadata, query_int, state
 from lakekeeper_host.serde import structure_body
-from lakekeeper_host.server import roles, users
+from lakekeeper_host.server.management import roles, users
 
 blueprint = Blueprint("management_users", __name__, url_prefix="/management/v1")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 from quart import Blueprint, request
@@ -17,19 +17,18 @@ from lakekeeper_host.api.common import (
     query_int,
     state,
 )
-from lakekeeper_host.errors import bad_request, not_found
+from lakekeeper_host.errors import bad_request
 from lakekeeper_host.serde import iso_timestamp, structure_body
-from lakekeeper_host.server import kinds, search, statistics, warehouses
-from lakekeeper_host.server.authorize import authorize, authorize_warehouse, visible
+from lakekeeper_host.server import kinds, search, warehouses
+from lakekeeper_host.server.management import statistics
 from lakekeeper_host.server.namespaces import admin as namespace_admin
-from lakekeeper_host.server.projects import authorize_project, resolve_project_id
-from lakekeeper_host.server.resolve import require_warehouse
+from lakekeeper_host.server.resolve import resolve_project_id
 from lakekeeper_host.server.tabulars import deletion, protection
 from lakekeeper_host.server.tabulars.protection import get_tabular_protection, protection_json, set_tabular_protection
 from lakekeeper_host.server.warehouses.create import CreateWarehouse
-from lakekeeper_host.service.authz import Resource
-from lakekeeper_host.store import warehouses as warehouse_store
-from lakekeeper_host.store.warehouses import WarehouseRow
+
+if TYPE_CHECKING:
+    from lakekeeper_host.store.warehouses import WarehouseRow
 
 blueprint = Blueprint("management_warehouses", __name__, url_prefix="/management/v1")
 
@@ -102,18 +101,13 @@ async def list_warehouses():
         if status not in WAREHOUSE_STATUSES:
             raise bad_request(f"Query parameter warehouseStatus must be active or inactive, got {status!r}")
     project = project_id(request.args.get("projectId"))
-    await authorize_project(state(), metadata(), "list_warehouses", project)
-    warehouses = await visible(
-        state(), metadata(), await warehouse_store.list_warehouses(state().store, project, statuses),
-        lambda w: Resource("warehouse", w.id, w.id),
-    )
-    return json_response({"warehouses": [warehouse_json(w) for w in warehouses]})
+    found = await warehouses.list_warehouses(state(), metadata(), project, statuses)
+    return json_response({"warehouses": [warehouse_json(w) for w in found]})
 
 
 @blueprint.get("/warehouse/<warehouse_id>")
 async def get_warehouse(warehouse_id: str):
-    warehouse = await require_warehouse(state(), warehouse_id)
-    await authorize_warehouse(state(), metadata(), "get_metadata", warehouse.id)
+    warehouse = await warehouses.get_warehouse(state(), metadata(), warehouse_id)
     return json_response(warehouse_json(warehouse))
 
 
@@ -159,8 +153,7 @@ async def set_format_version_policy(warehouse_id: str):
 
 @blueprint.get("/warehouse/<warehouse_id>/protection")
 async def get_warehouse_protection(warehouse_id: str):
-    warehouse = await require_warehouse(state(), warehouse_id)
-    await authorize_warehouse(state(), metadata(), "get_metadata", warehouse.id)
+    warehouse = await warehouses.get_warehouse(state(), metadata(), warehouse_id)
     return json_response(protection_json(warehouse.protected, warehouse.updated_at))
 
 
@@ -211,10 +204,9 @@ async def validate_storage_access(warehouse_id: str):
 
 @blueprint.get("/warehouse/<warehouse_id>/statistics")
 async def warehouse_statistics(warehouse_id: str):
-    warehouse = await require_warehouse(state(), warehouse_id)
     token = request.args.get("page_token") or request.args.get("pageToken")
     size = query_int("page_size") or query_int("pageSize")
-    return json_response(await statistics.warehouse_statistics(state(), metadata(), warehouse.id, token, size))
+    return json_response(await statistics.warehouse_statistics(state(), metadata(), warehouse_id, token, size))
 
 
 # ---------------------------------------------------------------- soft-deleted tabulars
@@ -238,15 +230,7 @@ async def list_deleted_tabulars(warehouse_id: str):
 @blueprint.post("/warehouse/<warehouse_id>/deleted_tabulars/undrop")
 async def undrop_tabulars(warehouse_id: str):
     body = structure_body(await json_body(), UndropRequest)
-    warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
-    await authorize_warehouse(state(), metadata(), "use", warehouse.id)
-    for target in body.targets:
-        kind = kinds.from_wire(target.type)
-        if kind is None:
-            raise bad_request(f"targets[].type must be 'table', 'view' or 'generic-table', got {target.type!r}")
-        await authorize(state(), metadata(), "undrop", kind, target.id, warehouse.id,
-                        hidden=not_found(f"{kinds.label(kind)} {target.id} not found", "TabularNotFound"))
-    await deletion.undrop_tabulars(state(), metadata(), warehouse, body.targets)
+    await deletion.undrop_tabulars(state(), metadata(), warehouse_id, body.targets)
     return empty(204)
 
 
@@ -330,8 +314,7 @@ async def move_namespace(warehouse_id: str, namespace_id: str):
     force = body.get("force", False)
     if not isinstance(force, bool):
         raise bad_request("Invalid request body: expected bool @ body.force")
-    warehouse = await require_warehouse(state(), warehouse_id, active_only=True)
     result = await namespace_admin.move_namespace(
-        state(), metadata(), warehouse, namespace_id, body["destination"], force=force
+        state(), metadata(), warehouse_id, namespace_id, body["destination"], force=force
     )
     return json_response(result)

@@ -38,8 +38,8 @@ from lakekeeper_host.config import Settings
 from lakekeeper_host.errors import CatalogError, service_unavailable
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.metrics import Metrics
-from lakekeeper_host.server import roles, users
-from lakekeeper_host.server.statistics import http_route, request_ids
+from lakekeeper_host.server.management import roles, users
+from lakekeeper_host.server.management.statistics import http_route, request_ids
 from lakekeeper_host.service.authz import ANONYMOUS, Actor
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -47,12 +47,21 @@ from lakekeeper_host.service.state import AppState
 log = logging.getLogger(__name__)
 
 # the console (/ui, and / redirecting there) signs its users in itself and calls the API with their tokens
-OPEN_PATHS = ("/health", "/swagger-ui", "/api-docs", "/ui", "/")
+# /trino: Trino sends no token to its policy endpoint; the key in the path is checked by server/trino_opa.py
+OPEN_PATHS = ("/health", "/swagger-ui", "/api-docs", "/ui", "/trino", "/")
 CONFIG_PATH = "/catalog/v1/config"
 EXTENSION = "lakekeeper_pipeline"
 COUNTED_PREFIXES = ("/catalog/", "/management/", "/lakekeeper/")
 # routed on the raw (still percent-encoded) path: names may hold "/" (see PipelineASGI)
 RAW_ROUTED = (b"/catalog/v1/", b"/lakekeeper/v1/")
+
+
+def loggable_path(path: str) -> str:
+    """``path`` without the key of the Trino policy routes (``/trino/{key}/...``), which is a credential."""
+    if path.startswith("/trino/"):
+        _, _, rest = path[len("/trino/"):].partition("/")
+        return f"/trino/<redacted>/{rest}"
+    return path
 
 
 def is_open(path: str) -> bool:
@@ -452,7 +461,8 @@ class RequestLogASGI:
             await self.inner(scope, logged_receive, logged_send)
         finally:
             request_log.debug(
-                "%s %s -> %s; headers %s%s", scope.get("method"), scope.get("path"), status[0], headers,
+                "%s %s -> %s; headers %s%s", scope.get("method"), loggable_path(scope.get("path", "")), status[0],
+                headers,
                 f"; request body {bytes(received).decode('utf-8', 'replace')!r}; "
                 f"response body {bytes(sent).decode('utf-8', 'replace')!r}" if self.bodies else "",
             )

@@ -2,7 +2,7 @@
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.registry import BackendSpec, BuildContext
-from lakekeeper_host.service.authz import AllowAllAuthorizer
+from lakekeeper_host.service.authz import AllowAllAuthorizer, Authorizer
 
 
 async def _build(config: None, ctx: BuildContext) -> AllowAllAuthorizer:
@@ -10,5 +10,5 @@ async def _build(config: None, ctx: BuildContext) -> AllowAllAuthorizer:
 
 
 @hookimpl
-def lakekeeper_authorizers():
+def lakekeeper_authorizers() -> list[BackendSpec[Authorizer]]:
     return [BackendSpec(name="allowall", aliases=("allow-all",), factory=_build)]

@@ -7,7 +7,7 @@ import logging
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.registry import BackendSpec, BuildContext
-from lakekeeper_host.service.events import CloudEvent
+from lakekeeper_host.service.events import CloudEvent, EventSink
 
 log = logging.getLogger("lakekeeper.cloudevents")
 
@@ -27,5 +27,5 @@ async def _build(config: None, ctx: BuildContext) -> LogSink | None:
 
 
 @hookimpl
-def lakekeeper_event_sinks():
+def lakekeeper_event_sinks() -> list[BackendSpec[EventSink]]:
     return [BackendSpec(name="log", factory=_build)]

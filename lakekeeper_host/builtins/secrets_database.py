@@ -4,7 +4,7 @@ The same backend serves SQLite. Values are sealed with AES-256-GCM under a key d
 ``LAKEKEEPER__PG_ENCRYPTION_KEY`` (scrypt); the row holds only nonce + ciphertext, and the secret
 id is bound as associated data, so a ciphertext copied onto another row does not open.
 ``lakekeeper rotate-encryption-key`` re-seals every row under a new key
-(``lakekeeper_host.server.key_rotation``).
+(``lakekeeper_host.server.management.key_rotation``).
 """
 
 from __future__ import annotations
@@ -15,17 +15,21 @@ import hashlib
 import json
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from lakekeeper_host import hookimpl
+from lakekeeper_host.config import PgConfig
 from lakekeeper_host.registry import BackendSpec, BuildContext, StartupError
-from lakekeeper_host.service.secrets import SecretStoreError
+from lakekeeper_host.service.secrets import SecretStore, SecretStoreError
 from lakekeeper_host.store import Executor
 from lakekeeper_host.store import secrets as secret_store
+
+if TYPE_CHECKING:
+    from lakekeeper_host.service.state import AppState
 
 log = logging.getLogger(__name__)
 _FORMAT = "v1"
@@ -62,7 +66,8 @@ def open_sealed(key: bytes, secret_id: str, sealed: str) -> dict[str, Any]:
         plain = AESGCM(key).decrypt(raw[:_NONCE_BYTES], raw[_NONCE_BYTES:], secret_id.encode())
     except (InvalidTag, binascii.Error, ValueError):
         raise SecretDecryptionError(secret_id) from None
-    return json.loads(plain)
+    value: dict[str, Any] = json.loads(plain)
+    return value
 
 
 @frozen
@@ -151,7 +156,7 @@ class DatabaseSecretStore:
             )
         return Resealed(resealed=resealed, already_current=already)
 
-def warn_if_default_key(pg: Any, *, embedded: bool = False) -> None:
+def warn_if_default_key(pg: PgConfig, *, embedded: bool = False) -> None:
     """Lakekeeper's loud warning for a server on PostgreSQL; the embedded quickstart (SQLite on a
     laptop, usually without any stored credential) says the same once, calmly."""
     if not pg.encryption_key_is_default:
@@ -169,18 +174,20 @@ def warn_if_default_key(pg: Any, *, embedded: bool = False) -> None:
 async def _build(config: None, ctx: BuildContext) -> DatabaseSecretStore:
     pg = ctx.settings.pg
     warn_if_default_key(pg, embedded=ctx.settings.embedded)
+    if ctx.db is None:
+        raise StartupError("the database secret store is built without a database")
     store = DatabaseSecretStore(ctx.db, derive_key(pg.pg_encryption_key.get()))
     await store.check_key()
     return store
 
 
 @hookimpl
-def lakekeeper_secret_stores():
+def lakekeeper_secret_stores() -> list[BackendSpec[SecretStore]]:
     return [BackendSpec(name="postgres", aliases=("database", "sqlite"), factory=_build)]
 
 
 @hookimpl
-def lakekeeper_startup(state):
+def lakekeeper_startup(state: AppState) -> None:
     # The host's Secrets facade (whatever the backend) counts cache hits/misses in the
     # `lakekeeper_cache_requests_total{cache="secrets"}` metric once the metrics exist.
     if state.secrets.metrics is None:

@@ -18,16 +18,15 @@ import shutil
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
 from attrs import field, frozen
 
 from lakekeeper_host import hookimpl
-from lakekeeper_host.config import Settings
 from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.ids import new_id
-from lakekeeper_host.registry import BuildContext, StorageSpec
+from lakekeeper_host.registry import BuildContext, PluginSettings, StorageSpec
 from lakekeeper_host.service.endpoints import StorageEndpoint
 from lakekeeper_host.service.storage import (
     StoragePermission,
@@ -37,7 +36,6 @@ from lakekeeper_host.service.storage import (
     is_sublocation,
     join_location,
 )
-from lakekeeper_host.store.db import embedded_database_file
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +53,7 @@ class FileStorageConfig:
     file_storage_allowed_roots: tuple[str, ...] = ()
 
 
-def _validate_root(instance, attribute, value: str) -> None:
+def _validate_root(instance: object, attribute: object, value: str) -> None:
     if not isinstance(value, str) or not value:
         raise bad_request("Invalid storage-profile.root: must be a non-empty string", "InvalidStorageProfile")
     if not os.path.isabs(value):
@@ -72,7 +70,7 @@ class FileProfile:
 
     storage_type: ClassVar[str] = "file"
     root: str = field(validator=_validate_root)
-    storage_layout: dict | None = None
+    storage_layout: dict[str, Any] | None = None
 
 
 def path_of(location: str) -> Path:
@@ -91,7 +89,7 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def check_root_allowed(root: str, settings: Settings) -> None:
+def check_root_allowed(root: str, settings: PluginSettings) -> None:
     """400 unless ``root`` lies inside an allowed directory and holds no file of the catalog's own."""
     allowed = settings.section(FileStorageConfig).file_storage_allowed_roots or (settings.host.data_dir,)
     real = os.path.realpath(root)
@@ -101,7 +99,7 @@ def check_root_allowed(root: str, settings: Settings) -> None:
             f"allows with {ALLOWED_ROOTS_VARIABLE} (default: the server's data directory)",
             "InvalidStorageProfile",
         )
-    database = embedded_database_file(settings)
+    database = settings.embedded_database_file
     if database is not None and _within(os.path.realpath(database), real):
         raise bad_request(
             f"Invalid storage-profile.root {root}: it contains the catalog's own database", "InvalidStorageProfile"
@@ -178,7 +176,7 @@ class FileStorage:
         def _walk() -> list[str]:
             if root.is_file():
                 return [location_of(root)]
-            out = []
+            out: list[str] = []
             for dirpath, _, files in os.walk(root):
                 out.extend(location_of(Path(dirpath) / f) for f in files)
             return sorted(out)
@@ -259,7 +257,7 @@ def build_file_storage(profile: FileProfile, credential: None, ctx: BuildContext
 
 
 @hookimpl
-def lakekeeper_storage_profiles():
+def lakekeeper_storage_profiles() -> list[StorageSpec[FileProfile, None]]:
     return [
         StorageSpec(
             storage_type="file", profile_cls=FileProfile, factory=build_file_storage, config_cls=FileStorageConfig

@@ -114,7 +114,7 @@ def make_config_converter() -> cattrs.Converter:
                 return value
             value = _json_or_value(value)
             if isinstance(value, str):  # TOML-ish "{url=...,user=...}" compound form
-                value = _parse_compound(value)
+                value = parse_compound(value)
             if section_defaults and isinstance(value, Mapping):
                 value = dict(value)
                 for name, default in section_defaults.items():
@@ -130,7 +130,7 @@ def make_config_converter() -> cattrs.Converter:
     return conv
 
 
-def _parse_compound(text: str) -> dict[str, str]:
+def parse_compound(text: str) -> dict[str, str]:
     """Lakekeeper's figment compound form: ``{url=http://..., user=..., password=...}``."""
     body = text.strip()
     if not (body.startswith("{") and body.endswith("}")):
@@ -209,6 +209,13 @@ class Settings:
     @property
     def embedded(self) -> bool:
         return not self.pg.uses_postgres
+
+    @property
+    def embedded_database_file(self) -> str | None:
+        """The absolute path of the embedded SQLite database; None when the catalog runs on PostgreSQL."""
+        if self.pg.uses_postgres:
+            return None
+        return os.path.abspath(self.pg.sqlite_path or os.path.join(self.host.data_dir, "catalog.sqlite"))
 
     @property
     def bind_ip(self) -> str:

@@ -165,6 +165,31 @@ class UiConfig:
 
 
 @frozen
+class TrinoOpaConfig:
+    """Trino's OPA access control answered by the catalog itself (docs/authorization.md, "Trino")."""
+
+    # the key in the path of Trino's opa.policy.uri and opa.policy.batched-uri (Trino sends no
+    # Authorization header to OPA); unset: the Trino policy endpoints answer 404
+    # example: 5b0e1f0c8a9d4e3f9c2b7a6d1e0f4c3b
+    key: Secret | None = None
+    # Trino catalogs that are not named like their warehouse, as catalog=warehouse pairs (a catalog named
+    # like a warehouse of the project maps to it without a pair)
+    # example: lake=production,sandbox=dev
+    catalogs: tuple[str, ...] = ()
+    # the project the warehouses are looked up in (unset: the default project)
+    # example: 8f4c7e36-3a57-4e2a-9a0f-3c2e54b0a1d2
+    project_id: str | None = None
+    # what a Trino user name is prefixed with to become a catalog user id (Trino's OAuth2 principal
+    # field should be the token's subject)
+    # example: kubernetes~
+    user_prefix: str = "oidc~"
+    # catalogs outside this catalog that every Trino user may use as they are (Trino's own `system`
+    # catalog holds its metadata and built-in functions)
+    # example: system,tpch
+    open_catalogs: tuple[str, ...] = ("system",)
+
+
+@frozen
 class HostConfig:
     """General server configuration (Lakekeeper §4.1, §4.5, §4.9)."""
 
@@ -286,6 +311,8 @@ class HostConfig:
     events: EventsConfig = EventsConfig()
     # the web console
     ui: UiConfig = UiConfig()
+    # Trino's OPA protocol answered by the catalog (no OPA server needed)
+    trino_opa: TrinoOpaConfig = TrinoOpaConfig()
     # json (one object per line, as Lakekeeper logs) or text
     # example: text
     log_format: str = "json"

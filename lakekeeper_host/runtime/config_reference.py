@@ -27,7 +27,7 @@ from lakekeeper_host.config.env import env_name
 from lakekeeper_host.config.load import ALIASES
 from lakekeeper_host.config.model import AuthConfig, HostConfig, PgConfig
 from lakekeeper_host.config.types import Secret, format_duration
-from lakekeeper_host.server import maintenance, tasks
+from lakekeeper_host.server.management import maintenance, tasks
 from lakekeeper_host.server.tables import metrics_reports, scan_planning
 
 HOST = "host"

@@ -13,7 +13,7 @@ from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import BackendSpec, BuildContext, Registry, StartupError
 from lakekeeper_host.runtime import workers
 from lakekeeper_host.runtime.quickstart import embedded_quickstart
-from lakekeeper_host.server import maintenance, tasks
+from lakekeeper_host.server.management import maintenance, tasks
 from lakekeeper_host.server.security.authn import Authenticator
 from lakekeeper_host.server.tables import metrics_reports, scan_planning
 from lakekeeper_host.service.contracts import ContractCheckers
@@ -40,7 +40,7 @@ def check_backend_selection(settings: Settings, registry: Registry) -> None:
     ):
         if spec.config_cls is not None:
             settings.section(spec.config_cls)
-    # LAKEKEEPER__TASK_<QUEUE>_WORKERS is read when the workers start (server/workers.py)
+    # LAKEKEEPER__TASK_<QUEUE>_WORKERS is read when the workers start (runtime/workers.py)
     settings.consumed.update(f"task_{spec.name}_workers" for spec in registry.unique(registry.task_queues))
 
     # catalog features with their own sections (LAKEKEEPER__METRICS_REPORTS__*, __SCAN_PLANNING__*,

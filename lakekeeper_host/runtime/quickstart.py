@@ -6,7 +6,7 @@ import logging
 import os
 
 from lakekeeper_host.errors import CatalogError
-from lakekeeper_host.server.tasks import ensure_task_log_cleanup
+from lakekeeper_host.server.management.tasks import ensure_task_log_cleanup
 from lakekeeper_host.server.warehouses.create import CreateWarehouse, create_warehouse
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import projects as project_store

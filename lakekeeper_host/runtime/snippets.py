@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from lakekeeper_host.spark import offline_jars_missing, spark_snippet
+from lakekeeper_host.engines.spark import offline_jars_missing, spark_snippet
 
 
 def client_snippets(catalog_uri: str, warehouse: str, *, authenticated: bool = False) -> dict[str, str]:
@@ -28,13 +28,13 @@ def client_snippets(catalog_uri: str, warehouse: str, *, authenticated: bool = F
         "Spark": (
             "# PySpark 3.5 on Java 17 with the Iceberg runtime from local jars (pip install 'lakekeeper-host[spark]';\n"
             "# without Maven access run scripts/build-spark-jars.sh once first) or, where Maven answers, from there\n"
-            "from lakekeeper_host.spark import build_spark_session\n"
+            "from lakekeeper_host.engines.spark import build_spark_session\n"
             "\n"
             f'spark = build_spark_session("{catalog_uri}", "{warehouse}"{token_arg})\n'
             "spark.sql(\"SHOW NAMESPACES IN lakekeeper\").show()\n"
         ),
         "DuckDB": (
-            "-- DuckDB 1.5.5. Offline, first run: python -m lakekeeper_host.duckdb_util --install-extensions\n"
+            "-- DuckDB 1.5.5. Offline, first run: python -m lakekeeper_host.engines.duckdb_util --install-extensions\n"
             "-- (puts the iceberg, httpfs and avro extensions of the PyPI wheels where INSTALL finds them)\n"
             "INSTALL iceberg; LOAD iceberg;\n"
             f"{duckdb_auth}\n"
@@ -62,7 +62,7 @@ PyIceberg:
 {snippets["PyIceberg"]}
 
 PySpark with this package (Iceberg runtime 1.10, Java 17; {spark_offline_note()}):
-    from lakekeeper_host.spark import build_spark_session
+    from lakekeeper_host.engines.spark import build_spark_session
     spark = build_spark_session("{catalog_uri}", "{warehouse}"{token_arg})
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lakekeeper.demo")
 
@@ -70,13 +70,13 @@ PySpark anywhere else (fetches the Iceberg runtime from Maven Central):
 {maven_spark}
 
 DuckDB from Python, offline (pip install -e '.[duckdb]': DuckDB 1.5.5 with its extensions from PyPI wheels):
-    from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
+    from lakekeeper_host.engines.duckdb_util import attach_catalog, connect_duckdb
     con = connect_duckdb()
     attach_catalog(con, "lakekeeper", "{catalog_uri}", "{warehouse}")
     con.sql("CREATE SCHEMA IF NOT EXISTS lakekeeper.demo")
 
-DuckDB from a shell: python -m lakekeeper_host.duckdb_util --uri {catalog_uri} --warehouse {warehouse} "SHOW ALL TABLES"
+DuckDB from a shell: python -m lakekeeper_host.engines.duckdb_util --uri {catalog_uri} --warehouse {warehouse} "SHOW ALL TABLES"
 
-DuckDB elsewhere (INSTALL downloads; offline, use the LOAD lines of python -m lakekeeper_host.duckdb_util --print-load):
+DuckDB elsewhere (INSTALL downloads; offline, use the LOAD lines of python -m lakekeeper_host.engines.duckdb_util --print-load):
 {snippets["DuckDB"]}
-"""
+"""  # noqa: E501 (a command a user copies stays on one line)

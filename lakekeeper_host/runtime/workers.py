@@ -15,8 +15,8 @@ import random
 
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.registry import TaskQueueSpec
-from lakekeeper_host.server.statistics import start_endpoint_statistics, stop_endpoint_statistics
-from lakekeeper_host.server.tasks import claim_next, run_claimed
+from lakekeeper_host.server.management.statistics import start_endpoint_statistics, stop_endpoint_statistics
+from lakekeeper_host.server.management.tasks import claim_next, run_claimed
 from lakekeeper_host.service.state import AppState
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from lakekeeper_host.errors import CatalogError, action_forbidden, no_such_warehouse
+from lakekeeper_host.errors import CatalogError, action_forbidden, no_such_warehouse, project_not_found
 from lakekeeper_host.service.authz import ACTIONS, ANONYMOUS, DATA_PLANE_ACTIONS, Actor, Principal, Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -58,6 +58,14 @@ async def actor_allowed(state: AppState, actor: Actor, action: str, resource: Re
     if _admin_passes(state, actor, action, resource.kind):
         return True
     return await state.authorizer.is_allowed(actor, action, resource)
+
+
+async def actor_allowed_many(state: AppState, actor: Actor, action: str, resources: Sequence[Resource]) -> list[bool]:
+    """:func:`actor_allowed` for many resources in one authorizer batch."""
+    passed = [_admin_passes(state, actor, action, r.kind) for r in resources]
+    rest = [r for r, ok in zip(resources, passed, strict=True) if not ok]
+    answers = iter(await state.authorizer.are_allowed(actor, action, rest) if rest else [])
+    return [ok or next(answers) for ok in passed]
 
 
 async def is_allowed(state: AppState, meta: RequestMetadata, action: str, resource: Resource) -> bool:
@@ -259,6 +267,11 @@ async def authorize_warehouse(state: AppState, meta: RequestMetadata, action: st
     """:func:`authorize` on a warehouse: a warehouse the caller may not see is "not found"."""
     await authorize(state, meta, action, "warehouse", warehouse_id, warehouse_id,
                     hidden=no_such_warehouse(f"Warehouse {warehouse_id} not found"))
+
+
+async def authorize_project(state: AppState, meta: RequestMetadata, action: str, project_id: str) -> None:
+    """:func:`authorize` on a project: a project the caller may not see is "not found"."""
+    await authorize(state, meta, action, "project", project_id, hidden=project_not_found(project_id))
 
 
 async def role_members_changed(

@@ -15,7 +15,7 @@ from typing import Any
 from lakekeeper_host.errors import CatalogError, no_such_warehouse
 from lakekeeper_host.server.authorize import authorize
 from lakekeeper_host.server.idempotency import advertised_lifetime
-from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.resolve import resolve_project_id
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import warehouses as warehouse_store

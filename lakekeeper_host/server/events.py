@@ -22,16 +22,30 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import kinds
 from lakekeeper_host.service.events import CloudEvent, utc_now_iso
 from lakekeeper_host.service.request import RequestMetadata
-from lakekeeper_host.store.db import new_id
+
+if TYPE_CHECKING:
+    from lakekeeper_host.service.state import AppState
 
 NAMESPACE_SEPARATOR = "\x1f"
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+# a warehouse given as its row (anything with ``.id``) or as its id
+Warehouse = _HasId | str
+# a namespace as its parts, or as the parts joined by NAMESPACE_SEPARATOR
+Namespace = str | Sequence[str]
 
 # event types (Lakekeeper's names for tabulars)
 CREATE_TABLE = "createTable"
@@ -74,7 +88,7 @@ def namespace_url(namespace: str | Sequence[str] | None) -> str | None:
     return NAMESPACE_SEPARATOR.join(str(part) for part in namespace)
 
 
-def _id_of(entity: Any) -> str:
+def _id_of(entity: Warehouse) -> str:
     """A warehouse/tabular given as a row object (``.id``) or as its id."""
     return str(getattr(entity, "id", entity))
 
@@ -128,19 +142,19 @@ def build_event(
     )
 
 
-def _publish(state: Any, events: list[CloudEvent]) -> list[CloudEvent]:
+def _publish(state: AppState, events: list[CloudEvent]) -> list[CloudEvent]:
     if events:
         state.events.publish(events)
     return events
 
 
 def _tabular_event(
-    state: Any,
+    state: AppState,
     meta: RequestMetadata,
     type: str,
     tabular_type: str,
-    warehouse: Any,
-    namespace: str | Sequence[str],
+    warehouse: Warehouse,
+    namespace: Namespace,
     name: str,
     tabular_id: str,
     data: Any,
@@ -163,35 +177,84 @@ def _tabular_event(
 # ---------------------------------------------------------------- tables
 
 
-def table_created(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+def table_created(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``createTable``; ``data`` is the create request JSON."""
     return _tabular_event(state, meta, CREATE_TABLE, "table", warehouse, namespace, name, tabular_id, data, prefix)
 
 
-def table_registered(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+def table_registered(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``registerTable``; ``data`` is the register request JSON."""
     return _tabular_event(state, meta, REGISTER_TABLE, "table", warehouse, namespace, name, tabular_id, data, prefix)
 
 
-def table_dropped(state, meta, warehouse, namespace, name, tabular_id, *, prefix=None):
+def table_dropped(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``dropTable``; ``data`` is null."""
     return _tabular_event(state, meta, DROP_TABLE, "table", warehouse, namespace, name, tabular_id, None, prefix)
 
 
-def table_renamed(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+def table_renamed(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``renameTable``; ``namespace``/``name`` are the SOURCE identifier, ``data`` the rename request."""
     return _tabular_event(state, meta, RENAME_TABLE, "table", warehouse, namespace, name, tabular_id, data, prefix)
 
 
-def table_updated(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+def table_updated(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``updateTable`` for a single-table commit (see :func:`tables_updated` for transactions)."""
     return tables_updated(state, meta, warehouse, [(namespace, name, tabular_id, data)], prefix=prefix)
 
 
 def tables_updated(
-    state: Any,
+    state: AppState,
     meta: RequestMetadata,
-    warehouse: Any,
+    warehouse: Warehouse,
     commits: Iterable[tuple[str | Sequence[str], str, str, Any]],
     *,
     prefix: str | None = None,
@@ -203,7 +266,7 @@ def tables_updated(
     and it carries ``sequence-number`` (0-based index) and ``num-events``.
     """
     items = list(commits)
-    events = []
+    events: list[CloudEvent] = []
     for index, (namespace, name, tabular_id, data) in enumerate(items):
         body = dict(data) if isinstance(data, dict) else {"requirements": [], "updates": []}
         if not body.get("identifier"):
@@ -230,22 +293,61 @@ def tables_updated(
 # ---------------------------------------------------------------- views
 
 
-def view_created(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+def view_created(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``createView``; ``data`` is the create request JSON."""
     return _tabular_event(state, meta, CREATE_VIEW, "view", warehouse, namespace, name, tabular_id, data, prefix)
 
 
-def view_updated(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+def view_updated(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``updateView``; ``data`` is the commit (replace) request JSON."""
     return _tabular_event(state, meta, UPDATE_VIEW, "view", warehouse, namespace, name, tabular_id, data, prefix)
 
 
-def view_dropped(state, meta, warehouse, namespace, name, tabular_id, *, prefix=None):
+def view_dropped(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``dropView``; ``data`` is null."""
     return _tabular_event(state, meta, DROP_VIEW, "view", warehouse, namespace, name, tabular_id, None, prefix)
 
 
-def view_renamed(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+def view_renamed(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``renameView``; ``namespace``/``name`` are the SOURCE identifier, ``data`` the rename request."""
     return _tabular_event(state, meta, RENAME_VIEW, "view", warehouse, namespace, name, tabular_id, data, prefix)
 
@@ -255,32 +357,84 @@ def view_renamed(state, meta, warehouse, namespace, name, tabular_id, data=None,
 GENERIC = kinds.wire(kinds.GENERIC_TABLE)
 
 
-def generic_table_created(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+def generic_table_created(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``createGenericTable``; ``data`` is the create request JSON."""
-    return _tabular_event(state, meta, CREATE_GENERIC_TABLE, GENERIC, warehouse, namespace, name, tabular_id, data,
-                          prefix)
+    return _tabular_event(
+        state, meta, CREATE_GENERIC_TABLE, GENERIC, warehouse, namespace, name, tabular_id, data, prefix
+    )
 
 
-def generic_table_dropped(state, meta, warehouse, namespace, name, tabular_id, *, prefix=None):
+def generic_table_dropped(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``dropGenericTable``; ``data`` is null."""
-    return _tabular_event(state, meta, DROP_GENERIC_TABLE, GENERIC, warehouse, namespace, name, tabular_id, None,
-                          prefix)
+    return _tabular_event(
+        state, meta, DROP_GENERIC_TABLE, GENERIC, warehouse, namespace, name, tabular_id, None, prefix
+    )
 
 
-def generic_table_renamed(state, meta, warehouse, namespace, name, tabular_id, data=None, *, prefix=None):
+def generic_table_renamed(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``renameGenericTable``; ``namespace``/``name`` are the SOURCE identifier, ``data`` the rename request."""
-    return _tabular_event(state, meta, RENAME_GENERIC_TABLE, GENERIC, warehouse, namespace, name, tabular_id, data,
-                          prefix)
+    return _tabular_event(
+        state, meta, RENAME_GENERIC_TABLE, GENERIC, warehouse, namespace, name, tabular_id, data, prefix
+    )
 
 
-def tabular_dropped(state, meta, warehouse, namespace, name, tabular_id, tabular_type: str, *, prefix=None):
+def tabular_dropped(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    tabular_type: str,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``dropTable``, ``dropView`` or ``dropGenericTable`` by ``tabular_type`` (a kind)."""
     fn = {kinds.VIEW: view_dropped, kinds.GENERIC_TABLE: generic_table_dropped}.get(tabular_type, table_dropped)
     return fn(state, meta, warehouse, namespace, name, tabular_id, prefix=prefix)
 
 
-def tabular_renamed(state, meta, warehouse, namespace, name, tabular_id, tabular_type: str, data=None, *,
-                    prefix=None):
+def tabular_renamed(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    name: str,
+    tabular_id: str,
+    tabular_type: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``renameTable``, ``renameView`` or ``renameGenericTable`` by ``tabular_type`` (a kind)."""
     fn = {kinds.VIEW: view_renamed, kinds.GENERIC_TABLE: generic_table_renamed}.get(tabular_type, table_renamed)
     return fn(state, meta, warehouse, namespace, name, tabular_id, data, prefix=prefix)
@@ -290,9 +444,9 @@ def tabular_renamed(state, meta, warehouse, namespace, name, tabular_id, tabular
 
 
 def tabulars_undropped(
-    state: Any,
+    state: AppState,
     meta: RequestMetadata,
-    warehouse: Any,
+    warehouse: Warehouse,
     tabulars: Iterable[Any],
     *,
     prefix: str | None = None,
@@ -329,21 +483,47 @@ def tabulars_undropped(
 # ---------------------------------------------------------------- namespaces
 
 
-def namespace_created(state, meta, warehouse, namespace, namespace_id, properties=None, *, prefix=None):
+def namespace_created(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    namespace_id: str,
+    properties: Mapping[str, str] | None = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``createNamespace``; ``data`` is ``{"namespace": [...], "properties": {...}}``."""
     parts = _parts(namespace)
     data = {"namespace": parts, "properties": dict(properties or {})}
     return _namespace_event(state, meta, CREATE_NAMESPACE, warehouse, parts, namespace_id, data, prefix)
 
 
-def namespace_dropped(state, meta, warehouse, namespace, namespace_id, data=None, *, prefix=None):
+def namespace_dropped(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    namespace_id: str,
+    data: Any = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``dropNamespace``; ``data`` may carry the drop flags (``recursive``, ``purge``, ``force``)."""
     return _namespace_event(state, meta, DROP_NAMESPACE, warehouse, _parts(namespace), namespace_id, data, prefix)
 
 
 def namespace_properties_updated(
-    state, meta, warehouse, namespace, namespace_id, updates=None, removals=None, *, prefix=None
-):
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    namespace: Namespace,
+    namespace_id: str,
+    updates: Mapping[str, str] | None = None,
+    removals: Iterable[str] | None = None,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``updateNamespaceProperties``; ``data`` is ``{"updates": {...}, "removals": [...]}``."""
     data = {"updates": dict(updates or {}), "removals": list(removals or [])}
     return _namespace_event(
@@ -351,7 +531,16 @@ def namespace_properties_updated(
     )
 
 
-def namespace_moved(state, meta, warehouse, source, namespace_id, destination, *, prefix=None):
+def namespace_moved(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse: Warehouse,
+    source: Namespace,
+    namespace_id: str,
+    destination: Namespace,
+    *,
+    prefix: str | None = None,
+) -> list[CloudEvent]:
     """``moveNamespace`` (move or rename); ``namespace``/``name`` are the SOURCE path, as for
     ``renameTable``, and ``data`` is ``{"source": [...], "destination": [...]}``."""
     parts = _parts(source)
@@ -363,7 +552,16 @@ def _parts(namespace: str | Sequence[str]) -> list[str]:
     return namespace.split(NAMESPACE_SEPARATOR) if isinstance(namespace, str) else [str(p) for p in namespace]
 
 
-def _namespace_event(state, meta, type, warehouse, parts, namespace_id, data, prefix):
+def _namespace_event(
+    state: AppState,
+    meta: RequestMetadata,
+    type: str,
+    warehouse: Warehouse,
+    parts: list[str],
+    namespace_id: str | None,
+    data: Any,
+    prefix: str | None,
+) -> list[CloudEvent]:
     event = build_event(
         meta,
         type,
@@ -380,23 +578,42 @@ def _namespace_event(state, meta, type, warehouse, parts, namespace_id, data, pr
 # ---------------------------------------------------------------- warehouses
 
 
-def warehouse_created(state, meta, warehouse_id, name, project_id, data=None):
+def warehouse_created(
+    state: AppState, meta: RequestMetadata, warehouse_id: str, name: str, project_id: str | None, data: Any = None
+) -> list[CloudEvent]:
     """``createWarehouse``; ``data`` should be free of secrets (no storage credential)."""
     return _warehouse_event(state, meta, CREATE_WAREHOUSE, warehouse_id, name, project_id, data)
 
 
-def warehouse_deleted(state, meta, warehouse_id, name, project_id):
+def warehouse_deleted(
+    state: AppState, meta: RequestMetadata, warehouse_id: str, name: str, project_id: str | None
+) -> list[CloudEvent]:
     """``deleteWarehouse``; ``data`` is null."""
     return _warehouse_event(state, meta, DELETE_WAREHOUSE, warehouse_id, name, project_id, None)
 
 
-def warehouse_renamed(state, meta, warehouse_id, new_name, project_id, old_name=None):
+def warehouse_renamed(
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse_id: str,
+    new_name: str,
+    project_id: str | None,
+    old_name: str | None = None,
+) -> list[CloudEvent]:
     """``renameWarehouse``; ``name`` is the new name, ``data`` ``{"old-name", "new-name"}``."""
     data = {"old-name": old_name, "new-name": new_name}
     return _warehouse_event(state, meta, RENAME_WAREHOUSE, warehouse_id, new_name, project_id, data)
 
 
-def _warehouse_event(state, meta, type, warehouse_id, name, project_id, data):
+def _warehouse_event(
+    state: AppState,
+    meta: RequestMetadata,
+    type: str,
+    warehouse_id: str,
+    name: str,
+    project_id: str | None,
+    data: Any,
+) -> list[CloudEvent]:
     event = build_event(
         meta,
         type,

@@ -47,7 +47,7 @@ from lakekeeper_host.config.types import format_duration
 from lakekeeper_host.errors import CatalogError, bad_request, no_such_namespace
 from lakekeeper_host.server.authorize import authorize, authorize_warehouse, checking_actor
 from lakekeeper_host.server.names import parse_name_path, parse_namespace_path
-from lakekeeper_host.server.resolve import _not_found, catalog_warehouse, get_namespace
+from lakekeeper_host.server.resolve import catalog_warehouse, get_namespace, tabular_not_found
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import idempotency as store
@@ -293,7 +293,8 @@ async def _tabular_allows(
     found = await tabular_store.find_tabular(state.store, warehouse.id, list(parts), name, kind, with_metadata=False)
     if found.tabular is None:
         return False
-    await authorize(state, meta, action, kind, found.tabular.id, warehouse.id, hidden=_not_found(kind, parts, name))
+    hidden = tabular_not_found(kind, parts, name)
+    await authorize(state, meta, action, kind, found.tabular.id, warehouse.id, hidden=hidden)
     return True
 
 

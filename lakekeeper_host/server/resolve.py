@@ -1,5 +1,5 @@
-"""Resolving what a request is about: warehouse, namespace, table, view or generic table; a missing one
-is a 404."""
+"""Resolving what a request is about: project, warehouse, namespace, table, view or generic table; a missing
+one is a 404."""
 
 from __future__ import annotations
 
@@ -23,6 +23,21 @@ from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.namespaces import NamespaceRow
 from lakekeeper_host.store.tabulars import TabularRow
 from lakekeeper_host.store.warehouses import WarehouseRow
+
+
+def resolve_project_id(state: AppState, header_value: str | None, explicit: str | None = None) -> str:
+    """Project from an explicit value, ``x-project-id``, or the default project."""
+    project_id = explicit or header_value
+    if project_id:
+        try:
+            return str(uuid.UUID(project_id))
+        except ValueError:
+            raise bad_request(f"Invalid project id {project_id!r}: expected a UUID", "InvalidProjectId") from None
+    if state.settings.host.enable_default_project:
+        return state.settings.host.default_project_id
+    raise CatalogError(
+        400, "NoProjectIdProvided", "No project given: set the x-project-id header (default project is disabled)"
+    )
 
 
 async def require_warehouse(
@@ -81,7 +96,7 @@ async def require_namespace(state: AppState, warehouse: WarehouseRow, parts: Seq
     return namespace
 
 
-def _not_found(typ: str, namespace: Sequence[str], name: str) -> CatalogError:
+def tabular_not_found(typ: str, namespace: Sequence[str], name: str) -> CatalogError:
     if typ == "generic_table":
         return no_such_generic_table(namespace, name)
     return no_such_table(namespace, name) if typ == "table" else no_such_view(namespace, name)
@@ -100,7 +115,7 @@ async def lookup_tabular(
                                              include_staged=include_staged, with_metadata=with_metadata,
                                              cached=cached)
     if found.namespace is None or found.tabular is None:
-        raise _not_found(typ, parts, name)
+        raise tabular_not_found(typ, parts, name)
     return found
 
 

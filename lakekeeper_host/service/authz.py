@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from attrs import frozen
 
@@ -23,13 +23,13 @@ class Actor:
     email: str | None = None
     idp: str | None = None
     assumed_role: str | None = None
-    claims: dict | None = None
+    claims: dict[str, Any] | None = None
 
     @property
     def is_anonymous(self) -> bool:
         return self.user_id is None
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, str]:
         if self.user_id is None:
             return {"type": "anonymous"}
         if self.assumed_role:
@@ -350,8 +350,10 @@ class AllowAllAuthorizer(AuthorizerBase):
     async def is_allowed(self, actor: Actor, action: str, resource: Resource) -> bool:
         return True
 
-    async def are_allowed(self, actor, action, resources):
+    async def are_allowed(self, actor: Actor, action: str, resources: Sequence[Resource]) -> list[bool]:
         return [True] * len(resources)
 
-    async def principal_allowed_actions(self, principal, resource, actions=None):
+    async def principal_allowed_actions(
+        self, principal: Principal, resource: Resource, actions: Sequence[str] | None = None
+    ) -> list[str]:
         return list(ACTIONS.get(resource.kind, ()) if actions is None else actions)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import frozen
 
 from lakekeeper_host.errors import CatalogError
+
+if TYPE_CHECKING:
+    from lakekeeper_host.store.tabulars import TabularRow
 
 log = logging.getLogger(__name__)
 
@@ -18,16 +21,54 @@ class Violation:
     type: str = "ContractViolation"
 
 
+@frozen
+class TabularView:
+    """The table, view or generic table a drop or rename is about."""
+
+    id: str
+    warehouse_id: str
+    namespace_id: str
+    name: str
+    typ: str  # "table", "view" or "generic_table"
+    location: str
+    protected: bool
+    metadata: str | None  # JSON text of the current metadata (None for a generic table)
+
+    @classmethod
+    def of(cls, row: TabularRow) -> TabularView:
+        return cls(
+            id=row.id,
+            warehouse_id=row.warehouse_id,
+            namespace_id=row.namespace_id,
+            name=row.name,
+            typ=row.typ,
+            location=row.location,
+            protected=row.protected,
+            metadata=row.metadata,
+        )
+
+
+@frozen
+class RenameDestination:
+    """Where a rename moves a tabular: the destination namespace (its parts) and the new name."""
+
+    namespace: tuple[str, ...]
+    name: str
+
+
 class ContractChecker(Protocol):
+    """``updates`` are pyiceberg's table or view updates of one commit; ``metadata`` the table's or
+    view's metadata before it (None when the commit creates the table)."""
+
     name: str
 
     async def check_table_updates(self, updates: list[Any], metadata: Any) -> Violation | None: ...
 
     async def check_view_updates(self, updates: list[Any], metadata: Any) -> Violation | None: ...
 
-    async def check_drop(self, tabular: Any) -> Violation | None: ...
+    async def check_drop(self, tabular: TabularView) -> Violation | None: ...
 
-    async def check_rename(self, tabular: Any, destination: Any) -> Violation | None: ...
+    async def check_rename(self, tabular: TabularView, destination: RenameDestination) -> Violation | None: ...
 
 
 class ContractCheckers:
@@ -46,14 +87,14 @@ class ContractCheckers:
                 log.info("ContractChecker %r blocked change: %s", checker.name, violation.message)
                 raise CatalogError(409, violation.type, violation.message)
 
-    async def check_table_updates(self, updates, metadata) -> None:
+    async def check_table_updates(self, updates: list[Any], metadata: Any) -> None:
         await self._run("check_table_updates", updates, metadata)
 
-    async def check_view_updates(self, updates, metadata) -> None:
+    async def check_view_updates(self, updates: list[Any], metadata: Any) -> None:
         await self._run("check_view_updates", updates, metadata)
 
-    async def check_drop(self, tabular) -> None:
+    async def check_drop(self, tabular: TabularView) -> None:
         await self._run("check_drop", tabular)
 
-    async def check_rename(self, tabular, destination) -> None:
+    async def check_rename(self, tabular: TabularView, destination: RenameDestination) -> None:
         await self._run("check_rename", tabular, destination)

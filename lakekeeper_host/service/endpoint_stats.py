@@ -30,7 +30,7 @@ class EndpointStatsBuffer:
         self.counts[key] += 1
         self.first_seen.setdefault(key, t)
 
-    def take(self) -> tuple[Counter, dict]:
+    def take(self) -> tuple[Counter[tuple[Key, int]], dict[tuple[Key, int], int]]:
         counts, first = self.counts, self.first_seen
         self.counts, self.first_seen = Counter(), {}
         return counts, first

@@ -114,7 +114,7 @@ class EventDispatcher:
         self.stats: dict[str, SinkStats] = {s.name: SinkStats() for s in sinks}
         # asyncio queues bind no loop until used: events published before start() wait here
         self._queues: dict[str, asyncio.Queue[CloudEvent]] = {s.name: asyncio.Queue(queue_size) for s in sinks}
-        self._workers: list[asyncio.Task] = []
+        self._workers: list[asyncio.Task[None]] = []
         self._max_backoff = max_backoff
         self._max_attempts = max_attempts
         self._attempt_timeout = attempt_timeout

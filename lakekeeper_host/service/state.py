@@ -23,6 +23,7 @@ from lakekeeper_host.service.secrets import Secrets
 from lakekeeper_host.service.storage import Storage
 from lakekeeper_host.store import Store
 from lakekeeper_host.store.changes import ChangeFeed
+from lakekeeper_host.store.warehouses import WarehouseRow
 
 
 class Authenticator(Protocol):
@@ -56,9 +57,9 @@ class AppState:
     authenticator: Authenticator | None = None  # None: authentication disabled
     change_feed: ChangeFeed | None = None  # PostgreSQL LISTEN/NOTIFY cache invalidation
     endpoint_stats: EndpointStatsBuffer | None = None
-    background_tasks: list[asyncio.Task] = field(factory=list)
+    background_tasks: list[asyncio.Task[Any]] = field(factory=list)
     # per-process memory of the server layer
-    scan_plans: dict[str, asyncio.Task] = field(factory=dict)  # asynchronous scan plans still running
+    scan_plans: dict[str, asyncio.Task[Any]] = field(factory=dict)  # asynchronous scan plans still running
     provisioned_users: dict[str, float] = field(factory=dict)  # user id -> when last registered on /config
 
     def __attrs_post_init__(self) -> None:
@@ -123,7 +124,7 @@ class AppState:
         assert self.endpoint_policy is not None
         await check_endpoints(storage.endpoints(), self.endpoint_policy, self.resolve_host)
 
-    async def storage_for(self, warehouse: Any, *, io: bool = True) -> Storage:
+    async def storage_for(self, warehouse: WarehouseRow, *, io: bool = True) -> Storage:
         """The storage of a warehouse row (cached per warehouse version).
 
         With ``io`` (the default) its endpoints have passed the endpoint policy, so it may connect;
@@ -138,7 +139,7 @@ class AppState:
             self._endpoints_checked.add(key)
         return storage
 
-    async def _build_for(self, warehouse: Any) -> Storage:
+    async def _build_for(self, warehouse: WarehouseRow) -> Storage:
         key = (warehouse.id, warehouse.version)
         profile_json = warehouse.storage_profile
         if isinstance(profile_json, str):

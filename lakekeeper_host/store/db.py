@@ -1,7 +1,9 @@
-"""Database access for both backends: PostgreSQL (separate read/write pools) and SQLite.
+"""Database access for both backends, each its own executor: :class:`PostgresStore` (separate
+read/write pools, statements on asyncpg) and :class:`SqliteStore`; ``Store(url)`` picks one.
 
 Nothing outside ``store/`` writes SQL. Queries use ``:name`` parameters and portable SQL
-(``ON CONFLICT``, ``RETURNING`` and partial indexes exist in both engines).
+(``ON CONFLICT``, ``RETURNING`` and partial indexes exist in both engines). A store function that
+writes a catalog row says so (``Executor.wrote_catalog``): the lookup cache never guesses from SQL text.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import contextvars
 import functools
 import json
 import logging
-import os
 import re
 import ssl
 import time
@@ -58,6 +59,13 @@ class Executor:
         a write makes stale are forgotten, and not re-learnt from a read before its commit."""
         callback()
 
+    def wrote_catalog(self) -> None:
+        """Declared by every store function that writes a project, warehouse, namespace or tabular
+        row (or deletes one whose children go with it): the lookups this process cached are
+        forgotten -- inside a transaction when it ends -- so its next read sees the write at once
+        (other processes learn of it from the change feed)."""
+        self.caches.lookups.changed_everything()
+
     async def fetch_one(self, sql: str, values: Mapping[str, Any] | None = None) -> Row | None:
         raise NotImplementedError
 
@@ -101,16 +109,6 @@ def _row(record: Any) -> Row | None:
     return None if record is None else dict(record._mapping)
 
 
-_CATALOG_WRITE = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:project|warehouse|namespace|tabular)\b",
-                            re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=2048)
-def writes_catalog(sql: str) -> bool:
-    """Does the statement write a row the lookup cache is made of (or one that cascades to them)?"""
-    return _CATALOG_WRITE.search(sql) is not None
-
-
 # the innermost open transaction of the running task (a nested one is a savepoint of it)
 _open_transaction: contextvars.ContextVar[_TransactionCallbacks | None] = contextvars.ContextVar(
     "lakekeeper_open_transaction", default=None
@@ -118,52 +116,53 @@ _open_transaction: contextvars.ContextVar[_TransactionCallbacks | None] = contex
 
 
 class _TransactionCallbacks(Executor):
-    """``after_transaction`` callbacks collected while a transaction is open, and whether it
-    wrote catalog rows (then this process's lookup cache is emptied when it ends, so its next
-    read sees the write at once; other processes learn of it from the change feed)."""
+    """``after_transaction`` callbacks collected while a transaction is open, and whether a write
+    in it declared catalog rows touched (``wrote_catalog``): then the lookups are forgotten when it ends."""
 
     def __init__(self, caches: StoreCaches):
         self.caches = caches
         self.pending_callbacks: list[Callable[[], None]] = []
-        self.wrote_catalog = False
+        self.catalog_written = False
         self.parent = _open_transaction.get()
 
     def after_transaction(self, callback: Callable[[], None]) -> None:
         callback()
         self.pending_callbacks.append(callback)
 
-    def note(self, sql: str) -> None:
-        if not self.wrote_catalog and writes_catalog(sql):
-            tx: _TransactionCallbacks | None = self
-            while tx is not None:  # a savepoint's writes are its outer transaction's too
-                tx.wrote_catalog = True
-                tx = tx.parent
+    def wrote_catalog(self) -> None:
+        tx: _TransactionCallbacks | None = self
+        while tx is not None:  # a savepoint's writes are its outer transaction's too
+            tx.catalog_written = True
+            tx = tx.parent
 
     def run_callbacks(self) -> None:
         for callback in self.pending_callbacks:
             callback()
         self.pending_callbacks.clear()
-        if self.wrote_catalog:
+        if self.catalog_written:
             self.caches.lookups.changed_everything()
 
 
-class Transaction(_TransactionCallbacks):
-    def __init__(self, db: databases.Database, dialect: str, caches: StoreCaches):
+# ---------------------------------------------------------------- SQLite: databases' aiosqlite connection
+
+
+class SqliteTransaction(_TransactionCallbacks):
+    """Queries on the one write connection (inside ``SqliteStore.transaction()``)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, connection: databases.core.Connection, caches: StoreCaches):
         super().__init__(caches)
-        self._db = db
-        self.dialect = dialect
+        self._connection = connection
 
     async def fetch_one(self, sql, values=None):
-        self.note(sql)
-        return _row(await self._db.fetch_one(sql, values))
+        return _row(await self._connection.fetch_one(sql, values))
 
     async def fetch_all(self, sql, values=None):
-        self.note(sql)
-        return [dict(r._mapping) for r in await self._db.fetch_all(sql, values)]
+        return [dict(r._mapping) for r in await self._connection.fetch_all(sql, values)]
 
     async def execute(self, sql, values=None):
-        self.note(sql)
-        await self._db.execute(sql, values)
+        await self._connection.execute(sql, values)
 
 
 # ---------------------------------------------------------------- PostgreSQL: databases' pool, asyncpg queries
@@ -209,18 +208,15 @@ class PostgresTransaction(_TransactionCallbacks):
         self._connection = connection
 
     async def fetch_one(self, sql, values=None):
-        self.note(sql)
         text, names = positional_sql(sql)
         record = await self._connection.fetchrow(text, *_arguments(names, values))
         return None if record is None else dict(record)
 
     async def fetch_all(self, sql, values=None):
-        self.note(sql)
         text, names = positional_sql(sql)
         return [dict(r) for r in await self._connection.fetch(text, *_arguments(names, values))]
 
     async def execute(self, sql, values=None):
-        self.note(sql)
         text, names = positional_sql(sql)
         await self._connection.execute(text, *_arguments(names, values))
 
@@ -475,37 +471,23 @@ class _PostgresPool:
 class Store(Executor):
     """Connection pools plus the transaction discipline of each engine.
 
-    SQLite allows one writer: write transactions are serialised in-process by a lock and
-    across processes by ``BEGIN IMMEDIATE`` with a busy timeout. PostgreSQL uses a write pool
-    and a read pool; optimistic compare-and-swap keeps commits safe across replicas.
+    ``Store(url)`` is the store of the URL's engine, each with its own executor:
+    :class:`SqliteStore` (``sqlite...``) or :class:`PostgresStore`.
     """
+
+    def __new__(cls, write_url: str, *args: Any, **kwargs: Any) -> Store:
+        if cls is Store:
+            cls = SqliteStore if write_url.startswith("sqlite") else PostgresStore
+        return super().__new__(cls)
 
     def __init__(self, write_url: str, read_url: str | None = None, *, pool: tuple[int, int] = (10, 5),
                  caches: StoreCaches | None = None, acquire_timeout: float | None = None,
                  ssl_mode: str | None = None, schema: str | None = None, ssl_root_cert: str | None = None,
                  pool_options: PoolOptions | None = None):
         self.write_url = write_url
-        self.dialect = "sqlite" if write_url.startswith("sqlite") else "postgresql"
         self.caches = caches or StoreCaches()
-        self.schema = schema if self.dialect == "postgresql" else None
+        self.schema: str | None = None
         self.connect_options: dict[str, Any] = {}
-        read_pool, write_pool = pool
-        if self.dialect == "postgresql":
-            # an sslmode in the URL counts as PG_SSL_MODE (databases itself ignores it)
-            ssl_mode = ssl_mode or parse_qs(urlsplit(write_url).query).get("sslmode", [None])[0]
-            self.connect_options = postgres_connect_options(ssl_mode, schema, ssl_root_cert)
-            options = {"acquire_timeout": acquire_timeout, "connect_options": self.connect_options,
-                       "options": pool_options}
-            self._write: Any = _PostgresPool(write_url, write_pool, self.caches, **options)
-            self._read: Any = (
-                _PostgresPool(read_url, read_pool, self.caches, **options)
-                if read_url and read_url != write_url
-                else self._write
-            )
-        else:
-            self._write = databases.Database(write_url)
-            self._read = self._write
-        self._write_lock = asyncio.Lock() if self.dialect == "sqlite" else None
         self.connected = False
 
     @classmethod
@@ -524,78 +506,93 @@ class Store(Executor):
                                             max_lifetime=pg.pg_connection_max_lifetime))
 
     async def connect(self) -> None:
-        if self.dialect == "sqlite":
-            path = self.write_url.split(":///", 1)[1]
-            if path and path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-        await self._write.connect()
-        if self._read is not self._write:
-            await self._read.connect()
-        if self.dialect == "sqlite":
-            # WAL lets readers proceed while one writer commits; the busy timeout covers
-            # other processes holding the write lock.
-            async with self._write.connection() as conn:
-                await conn.execute("PRAGMA journal_mode=WAL")
-                await conn.execute("PRAGMA busy_timeout=30000")
-                await conn.execute("PRAGMA foreign_keys=ON")
-        self.connected = True
+        raise NotImplementedError
 
     async def disconnect(self) -> None:
-        if self._read is not self._write:
-            await self._read.disconnect()
-        await self._write.disconnect()
-        self.connected = False
+        raise NotImplementedError
 
-    # reads go to the read pool; use ``transaction()`` for anything that must be fresh
-    async def fetch_one(self, sql, values=None):
-        if self.dialect == "postgresql":
-            text, names = positional_sql(sql)
-            async with self._read.connection() as connection:
-                record = await connection.fetchrow(text, *_arguments(names, values))
-            return None if record is None else dict(record)
-        async with self._sqlite_conn(self._read) as db:
-            return _row(await db.fetch_one(sql, values))
-
-    async def fetch_all(self, sql, values=None):
-        if self.dialect == "postgresql":
-            text, names = positional_sql(sql)
-            async with self._read.connection() as connection:
-                records = await connection.fetch(text, *_arguments(names, values))
-            return [dict(r) for r in records]
-        async with self._sqlite_conn(self._read) as db:
-            return [dict(r._mapping) for r in await db.fetch_all(sql, values)]
-
+    # reads (``fetch_one``/``fetch_all``) go to the read pool; use ``transaction()`` for anything that must be fresh
     async def execute(self, sql, values=None):
         async with self.transaction() as tx:
             await tx.execute(sql, values)
 
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[Executor]:
+        """A write transaction; commits on success, rolls back on any exception."""
+        raise NotImplementedError
+
+    @property
+    def change_feed_dsn(self) -> str | None:
+        """Where ``store/changes.py`` listens: the PostgreSQL database both pools use; None on
+        SQLite and when reads go to a replica (see that module)."""
+        return None
+
+    def pool_stats(self) -> dict[str, dict[str, int]]:
+        """Connections per pool: {"write": {"size": n, "idle": m}, "read": {...}} (PostgreSQL only)."""
+        return {}
+
+    async def ping(self) -> bool:
+        try:
+            await self.fetch_val("SELECT 1")
+            return True
+        except Exception:  # health reporting must never raise
+            log.exception("database health check failed")
+            return False
+
+
+class SqliteStore(Store):
+    """SQLite allows one writer: write transactions are serialised in-process by a lock and across
+    processes by ``BEGIN IMMEDIATE`` with a busy timeout; WAL lets readers proceed meanwhile."""
+
+    dialect = "sqlite"
+
+    def __init__(self, write_url: str, read_url: str | None = None, **options: Any):
+        super().__init__(write_url, read_url, **options)
+        self._database = databases.Database(write_url)
+        self._write_lock = asyncio.Lock()
+
+    async def connect(self) -> None:
+        path = self.write_url.split(":///", 1)[1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        await self._database.connect()
+        # WAL lets readers proceed while one writer commits; the busy timeout covers
+        # other processes holding the write lock.
+        async with self._database.connection() as conn:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await conn.execute("PRAGMA busy_timeout=30000")
+            await conn.execute("PRAGMA foreign_keys=ON")
+        self.connected = True
+
+    async def disconnect(self) -> None:
+        await self._database.disconnect()
+        self.connected = False
+
     @contextlib.asynccontextmanager
-    async def _sqlite_conn(self, db: databases.Database) -> AsyncIterator[Any]:
-        if self.dialect != "sqlite":
-            yield db
-            return
-        async with db.connection() as conn:
+    async def _connection(self) -> AsyncIterator[databases.core.Connection]:
+        async with self._database.connection() as conn:
             if not getattr(conn, "_lk_pragmas", False):
                 await conn.execute("PRAGMA busy_timeout=30000")
                 await conn.execute("PRAGMA foreign_keys=ON")
                 conn._lk_pragmas = True
             yield conn
 
+    async def fetch_one(self, sql, values=None):
+        async with self._connection() as conn:
+            return _row(await conn.fetch_one(sql, values))
+
+    async def fetch_all(self, sql, values=None):
+        async with self._connection() as conn:
+            return [dict(r._mapping) for r in await conn.fetch_all(sql, values)]
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Executor]:
-        """A write transaction; commits on success, rolls back on any exception."""
-        if self.dialect == "postgresql":
-            async with self._write.transaction() as tx:
-                yield tx
-            return
-        assert self._write_lock is not None
         async with self._write_lock:
-            async with self._write.connection() as conn:
+            async with self._database.connection() as conn:
                 await conn.execute("PRAGMA busy_timeout=30000")
                 await conn.execute("PRAGMA foreign_keys=ON")
                 raw = conn.raw_connection
                 await raw.execute("BEGIN IMMEDIATE")
-                tx = Transaction(conn, self.dialect, self.caches)
+                tx = SqliteTransaction(conn, self.caches)
                 opened = _open_transaction.set(tx)
                 try:
                     yield tx
@@ -608,32 +605,71 @@ class Store(Executor):
                     _open_transaction.reset(opened)
                     tx.run_callbacks()
 
+
+class PostgresStore(Store):
+    """A write pool and a read pool; optimistic compare-and-swap keeps commits safe across replicas."""
+
+    dialect = "postgresql"
+
+    def __init__(self, write_url: str, read_url: str | None = None, *, pool: tuple[int, int] = (10, 5),
+                 caches: StoreCaches | None = None, acquire_timeout: float | None = None,
+                 ssl_mode: str | None = None, schema: str | None = None, ssl_root_cert: str | None = None,
+                 pool_options: PoolOptions | None = None):
+        super().__init__(write_url, read_url, caches=caches)
+        self.schema = schema
+        # an sslmode in the URL counts as PG_SSL_MODE (databases itself ignores it)
+        ssl_mode = ssl_mode or parse_qs(urlsplit(write_url).query).get("sslmode", [None])[0]
+        self.connect_options = postgres_connect_options(ssl_mode, schema, ssl_root_cert)
+        read_pool, write_pool = pool
+        options: dict[str, Any] = {"acquire_timeout": acquire_timeout, "connect_options": self.connect_options,
+                                   "options": pool_options}
+        self._write = _PostgresPool(write_url, write_pool, self.caches, **options)
+        self._read = (
+            _PostgresPool(read_url, read_pool, self.caches, **options)
+            if read_url and read_url != write_url
+            else self._write
+        )
+
+    async def connect(self) -> None:
+        await self._write.connect()
+        if self._read is not self._write:
+            await self._read.connect()
+        self.connected = True
+
+    async def disconnect(self) -> None:
+        if self._read is not self._write:
+            await self._read.disconnect()
+        await self._write.disconnect()
+        self.connected = False
+
+    async def fetch_one(self, sql, values=None):
+        text, names = positional_sql(sql)
+        async with self._read.connection() as connection:
+            record = await connection.fetchrow(text, *_arguments(names, values))
+        return None if record is None else dict(record)
+
+    async def fetch_all(self, sql, values=None):
+        text, names = positional_sql(sql)
+        async with self._read.connection() as connection:
+            records = await connection.fetch(text, *_arguments(names, values))
+        return [dict(r) for r in records]
+
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[Executor]:
+        return self._write.transaction()
+
     @property
     def change_feed_dsn(self) -> str | None:
-        """Where ``store/changes.py`` listens: the PostgreSQL database both pools use; None on
-        SQLite and when reads go to a replica (see that module)."""
-        if self.dialect != "postgresql" or self._read is not self._write:
+        if self._read is not self._write:
             return None
         return self.write_url.replace("postgresql+asyncpg://", "postgresql://", 1)
 
     def pool_stats(self) -> dict[str, dict[str, int]]:
-        """Connections per pool: {"write": {"size": n, "idle": m}, "read": {...}} (PostgreSQL only)."""
         stats: dict[str, dict[str, int]] = {}
-        if self.dialect != "postgresql":
-            return stats
         for name, pool in (("write", self._write), ("read", self._read)):
             current = pool.stats()
             if current is not None:
                 stats[name] = current
         return stats
-
-    async def ping(self) -> bool:
-        try:
-            await self.fetch_val("SELECT 1")
-            return True
-        except Exception:  # health reporting must never raise
-            log.exception("database health check failed")
-            return False
 
 
 def database_urls(settings: Settings) -> tuple[str, str | None]:
@@ -642,7 +678,7 @@ def database_urls(settings: Settings) -> tuple[str, str | None]:
     if pg.pg_database_url_write or pg.pg_database_url_read:
         write = (pg.pg_database_url_write or pg.pg_database_url_read).get()
         read = (pg.pg_database_url_read or pg.pg_database_url_write).get()
-        return _asyncpg_url(write, "LAKEKEEPER__PG_DATABASE_URL_WRITE"), _asyncpg_url(
+        return asyncpg_url(write, "LAKEKEEPER__PG_DATABASE_URL_WRITE"), asyncpg_url(
             read, "LAKEKEEPER__PG_DATABASE_URL_READ"
         )
     if pg.pg_host_w:
@@ -653,19 +689,11 @@ def database_urls(settings: Settings) -> tuple[str, str | None]:
             auth += ":" + quote(pg.pg_password.get(), safe="")
         write = f"postgresql://{auth}@{pg.pg_host_w}:{pg.pg_port}/{pg.pg_database}"
         read = f"postgresql://{auth}@{pg.pg_host_r or pg.pg_host_w}:{pg.pg_port}/{pg.pg_database}"
-        return _asyncpg_url(write, "LAKEKEEPER__PG_HOST_W"), _asyncpg_url(read, "LAKEKEEPER__PG_HOST_R")
-    return f"sqlite+aiosqlite:///{embedded_database_file(settings)}", None
+        return asyncpg_url(write, "LAKEKEEPER__PG_HOST_W"), asyncpg_url(read, "LAKEKEEPER__PG_HOST_R")
+    return f"sqlite+aiosqlite:///{settings.embedded_database_file}", None
 
 
-def embedded_database_file(settings: Settings) -> str | None:
-    """The absolute path of the embedded SQLite database; None when the catalog runs on PostgreSQL."""
-    pg = settings.pg
-    if pg.uses_postgres:
-        return None
-    return os.path.abspath(pg.sqlite_path or os.path.join(settings.host.data_dir, "catalog.sqlite"))
-
-
-def _asyncpg_url(url: str, variable: str) -> str:
+def asyncpg_url(url: str, variable: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("postgres", "postgresql", "postgresql+asyncpg") or not parts.hostname:
         raise ConfigError(

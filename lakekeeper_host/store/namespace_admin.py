@@ -68,6 +68,7 @@ async def running_tasks_for(db: Executor, entity_ids: list[str], queue_name: str
 
 async def delete_subtree(db: Executor, root_id: str, tabular_ids: list[str]) -> None:
     """Delete the tabulars and then the namespaces of a subtree (children before parents)."""
+    db.wrote_catalog()
     for chunk_start in range(0, len(tabular_ids), 500):
         chunk = tabular_ids[chunk_start : chunk_start + 500]
         params = {f"t{i}": v for i, v in enumerate(chunk)}
@@ -93,6 +94,7 @@ async def count_children(db: Executor, namespace_id: str) -> int:
 async def move_namespace(
     db: Executor, namespace_id: str, *, name: str, name_key: str, parent_id: str | None
 ) -> bool:
+    db.wrote_catalog()
     rows = await db.fetch_all(
         "UPDATE namespace SET name = :name, name_key = :key, parent_id = :parent, version = version + 1, "
         "updated_at = :t WHERE id = :id RETURNING id",
@@ -102,6 +104,7 @@ async def move_namespace(
 
 
 async def set_namespace_protection(db: Executor, warehouse_id: str, namespace_id: str, protected: bool) -> Row | None:
+    db.wrote_catalog()
     return await db.fetch_one(
         "UPDATE namespace SET protected = :p, updated_at = :t WHERE warehouse_id = :w AND id = :id "
         "RETURNING protected, updated_at",

@@ -86,6 +86,7 @@ async def insert_namespace(
 ) -> bool:
     """Insert; False when the name is taken in the warehouse (case-insensitive)."""
     name = encode_namespace_name(parts)
+    db.wrote_catalog()
     rows = await db.fetch_all(
         "INSERT INTO namespace (id, warehouse_id, name, name_key, parent_id, properties, created_at) "
         "VALUES (:id, :w, :name, :key, :parent, :props, :t) ON CONFLICT DO NOTHING RETURNING id",
@@ -127,6 +128,7 @@ async def list_child_namespaces(
 
 async def replace_properties(db: Executor, namespace_id: str, properties: dict[str, str], *, version: int) -> bool:
     """Compare-and-swap the properties on ``version``; False when someone changed the row meanwhile."""
+    db.wrote_catalog()
     rows = await db.fetch_all(
         "UPDATE namespace SET properties = :props, version = version + 1, updated_at = :t "
         "WHERE id = :id AND version = :v RETURNING id",

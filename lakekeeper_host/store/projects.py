@@ -22,6 +22,7 @@ def _project(row) -> ProjectRow | None:
 
 async def create_project(db: Executor, project_id: str, name: str) -> bool:
     """Insert; False if the id exists."""
+    db.wrote_catalog()
     rows = await db.fetch_all(
         "INSERT INTO project (id, name, created_at) VALUES (:id, :name, :t) "
         "ON CONFLICT (id) DO NOTHING RETURNING id",
@@ -39,6 +40,7 @@ async def list_projects(db: Executor) -> list[ProjectRow]:
 
 
 async def rename_project(db: Executor, project_id: str, name: str) -> bool:
+    db.wrote_catalog()
     rows = await db.fetch_all(
         "UPDATE project SET name = :name, updated_at = :t WHERE id = :id RETURNING id",
         {"id": project_id, "name": name, "t": now_ms()},
@@ -48,5 +50,6 @@ async def rename_project(db: Executor, project_id: str, name: str) -> bool:
 
 async def delete_project(db: Executor, project_id: str) -> bool:
     forget_warehouse(db)  # its warehouses go with it (ON DELETE CASCADE)
+    db.wrote_catalog()
     rows = await db.fetch_all("DELETE FROM project WHERE id = :id RETURNING id", {"id": project_id})
     return bool(rows)

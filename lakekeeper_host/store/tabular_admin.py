@@ -31,6 +31,7 @@ async def soft_delete(db: Executor, tabular_id: str, *, force: bool) -> TabularR
     values: dict[str, Any] = {"t": now_ms(), "id": tabular_id}
     if not force:
         values["false"] = False
+    db.wrote_catalog()
     return tabular_from_row(
         await db.fetch_one(
             "UPDATE tabular SET deleted_at = :t, updated_at = :t "
@@ -44,6 +45,7 @@ async def hard_delete(
     db: Executor, tabular_id: str, *, force: bool, deleted: bool | None = False
 ) -> TabularRow | None:
     """Delete the row; ``deleted`` selects live (False), soft-deleted (True) or any (None) rows."""
+    db.wrote_catalog()
     sql = "DELETE FROM tabular WHERE id = :id"
     values: dict[str, Any] = {"id": tabular_id}
     if not force:
@@ -68,6 +70,7 @@ async def live_name_taken(db: Executor, namespace_id: str, name: str) -> bool:
 
 
 async def clear_deleted(db: Executor, tabular_id: str) -> bool:
+    db.wrote_catalog()
     rows = await db.fetch_all(
         "UPDATE tabular SET deleted_at = NULL, updated_at = :t WHERE id = :id AND deleted_at IS NOT NULL "
         "RETURNING id",
@@ -79,6 +82,7 @@ async def clear_deleted(db: Executor, tabular_id: str) -> bool:
 async def set_protection(
     db: Executor, warehouse_id: str, tabular_id: str, typ: str, protected: bool
 ) -> TabularRow | None:
+    db.wrote_catalog()
     return tabular_from_row(
         await db.fetch_one(
             "UPDATE tabular SET protected = :p, updated_at = :t WHERE warehouse_id = :w AND id = :id AND typ = :typ "

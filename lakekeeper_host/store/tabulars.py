@@ -240,6 +240,7 @@ async def insert_tabular(
     staged: bool = False,
 ) -> bool:
     """Insert; False when the name is taken by a live table or view (or the id exists)."""
+    db.wrote_catalog()
     rows = await db.fetch_all(
         "INSERT INTO tabular (id, warehouse_id, namespace_id, name, name_key, typ, location, "
         "metadata_location, metadata, staged, created_at) "
@@ -264,6 +265,7 @@ async def insert_tabular(
 
 async def delete_staged(db: Executor, namespace_id: str, name: str) -> TabularRow | None:
     """Remove a staged (never committed) table of that name; returns it, if there was one."""
+    db.wrote_catalog()
     return tabular_from_row(
         await db.fetch_one(
             "DELETE FROM tabular WHERE namespace_id = :ns AND name_key = :k AND deleted_at IS NULL "
@@ -304,6 +306,7 @@ async def cas_update_metadata(
     else:
         guard = "metadata_location = :old"
         values["old"] = expected_location
+    tx.wrote_catalog()
     rows = await tx.fetch_all(
         f"UPDATE tabular SET {sets} WHERE id = :id AND deleted_at IS NULL AND {guard} RETURNING id", values
     )
@@ -312,6 +315,7 @@ async def cas_update_metadata(
 
 async def rename_tabular(tx: Executor, tabular_id: str, namespace_id: str, name: str) -> bool:
     """Move a live tabular to ``namespace_id``/``name`` (the caller checked the name is free)."""
+    tx.wrote_catalog()
     rows = await tx.fetch_all(
         "UPDATE tabular SET namespace_id = :ns, name = :name, name_key = :key, version = version + 1, "
         "updated_at = :t WHERE id = :id AND deleted_at IS NULL RETURNING id",
@@ -351,6 +355,17 @@ async def location_conflict(
         values["ex"] = exclude_id
     row = await db.fetch_one(sql + " LIMIT 1", values)
     return None if row is None else row["location"]
+
+
+async def live_tabular_kinds(db: Executor, namespace_id: str) -> dict[str, tuple[str, str]]:
+    """Every live, committed table and view of a namespace: its ``name_key`` -> ``(id, typ)`` (a
+    policy deciding about many names of one namespace at once, Trino's FilterTables)."""
+    rows = await db.fetch_all(
+        "SELECT id, name_key, typ FROM tabular WHERE namespace_id = :ns AND deleted_at IS NULL AND staged = :false "
+        "AND typ IN ('table', 'view')",
+        {"ns": namespace_id, "false": False},
+    )
+    return {r["name_key"]: (r["id"], r["typ"]) for r in rows}
 
 
 async def get_tabulars_by_ids(db: Executor, tabular_ids: Collection[str]) -> dict[str, TabularRow]:

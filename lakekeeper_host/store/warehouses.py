@@ -69,6 +69,7 @@ async def insert_warehouse(
     default_format_version: int | None = None,
 ) -> bool:
     """Insert; False when the name is taken in the project (case-insensitive)."""
+    db.wrote_catalog()
     rows = await db.fetch_all(
         "INSERT INTO warehouse (id, project_id, name, name_key, storage_profile, storage_secret_id, "
         "status, delete_profile, allowed_format_versions, default_format_version, created_at) "
@@ -149,6 +150,7 @@ async def update_warehouse(db: Executor, warehouse_id: str, **changes: Any) -> b
         sets.append(f"{column} = :{column}")
         values[column] = encoders[column](value) if column in encoders and value is not None else value
     forget_warehouse(db, warehouse_id)
+    db.wrote_catalog()
     rows = await db.fetch_all(
         f"UPDATE warehouse SET {', '.join(sets)}, version = version + 1, updated_at = :t "
         "WHERE id = :id RETURNING id",
@@ -159,5 +161,6 @@ async def update_warehouse(db: Executor, warehouse_id: str, **changes: Any) -> b
 
 async def delete_warehouse(db: Executor, warehouse_id: str) -> bool:
     forget_warehouse(db, warehouse_id)
+    db.wrote_catalog()
     rows = await db.fetch_all("DELETE FROM warehouse WHERE id = :id RETURNING id", {"id": warehouse_id})
     return bool(rows)

@@ -766,7 +766,7 @@ async def generic_table(warehouse_id: str):
 @blueprint.post("/warehouses/<warehouse_id>/generic-table/rename")
 async def rename_generic_table(warehouse_id: str):
     form = await request.form
-    parts, name = [p for p in (form.get("ns") or "").split("\x1f") if p], form.get("name", "")
+    parts, name = namespace_parts(form.getlist("ns")), form.get("name", "")
     new_parts = [p for p in (form.get("new_namespace") or "").split(".") if p] or parts
     new_name = (form.get("new_name") or "").strip()
 
@@ -788,7 +788,7 @@ async def rename_generic_table(warehouse_id: str):
 @blueprint.post("/warehouses/<warehouse_id>/generic-table/drop")
 async def drop_generic_table(warehouse_id: str):
     form = await request.form
-    parts, name = [p for p in (form.get("ns") or "").split("\x1f") if p], form.get("name", "")
+    parts, name = namespace_parts(form.getlist("ns")), form.get("name", "")
 
     async def drop():
         details = await warehouse_of(warehouse_id)

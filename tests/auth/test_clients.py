@@ -73,7 +73,7 @@ def test_pyiceberg_client_credentials(auth_server, idp_one, tmp_path):
 
 
 def _spark_create_and_read(catalog_uri: str, warehouse: str, token: str) -> list[tuple[int, str]]:
-    from lakekeeper_host.spark import build_spark_session
+    from lakekeeper_host.engines.spark import build_spark_session
 
     spark = build_spark_session(catalog_uri, warehouse, token=token)
     try:
@@ -109,7 +109,7 @@ def test_spark_with_a_token(auth_env, idp_one, idp_two, tmp_path):
 
 @pytest.mark.duckdb
 def test_duckdb_with_a_token(auth_server, idp_one, tmp_path):
-    from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
+    from lakekeeper_host.engines.duckdb_util import attach_catalog, connect_duckdb
 
     warehouse = create_warehouse(auth_server, idp_one.mint("root"), str(tmp_path))
     catalog = RestCatalog("writer", uri=auth_server.catalog_url, warehouse=warehouse, token=idp_one.mint("writer"))

@@ -1,4 +1,4 @@
-"""DuckDB's iceberg extension (loaded offline from the PyPI wheels, ``lakekeeper_host/duckdb_util.py``)
+"""DuckDB's iceberg extension (loaded offline from the PyPI wheels, ``lakekeeper_host/engines/duckdb_util.py``)
 against our catalog (issue 3): ATTACH, DDL, INSERT/UPDATE/DELETE/MERGE, CTAS and multi-table
 transactions, each checked back through PyIceberg; and DuckDB reading what PyIceberg wrote.
 
@@ -19,7 +19,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
+from lakekeeper_host.engines.duckdb_util import attach_catalog, connect_duckdb
 
 pytestmark = pytest.mark.duckdb
 

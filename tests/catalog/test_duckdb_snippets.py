@@ -1,5 +1,5 @@
 """The DuckDB lines `lakekeeper serve` prints (issue 25) work as pasted, offline: the Python snippet,
-the ``python -m lakekeeper_host.duckdb_util`` command and its ``--print-load`` statements."""
+the ``python -m lakekeeper_host.engines.duckdb_util`` command and its ``--print-load`` statements."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_printed_shell_command_runs(quickstart):
     text = quickstart.log_path.read_text()
     line = next(line for line in text.splitlines() if line.startswith("DuckDB from a shell: "))
     argv = shlex.split(line.removeprefix("DuckDB from a shell: "))
-    assert argv[:3] == ["python", "-m", "lakekeeper_host.duckdb_util"] and argv[-1] == "SHOW ALL TABLES"
+    assert argv[:3] == ["python", "-m", "lakekeeper_host.engines.duckdb_util"] and argv[-1] == "SHOW ALL TABLES"
     as_printed = subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, timeout=120)
     assert as_printed.returncode == 0, as_printed.stderr
     statements = [
@@ -62,7 +62,7 @@ def test_printed_shell_command_runs(quickstart):
 
 def test_print_load_statements_work_in_a_plain_duckdb(quickstart):
     result = subprocess.run(
-        [sys.executable, "-m", "lakekeeper_host.duckdb_util", "--print-load"], capture_output=True, text=True
+        [sys.executable, "-m", "lakekeeper_host.engines.duckdb_util", "--print-load"], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
     # a DuckDB that may not download anything

@@ -69,6 +69,9 @@ def test_every_vetoed_change_is_a_409_changes_nothing_and_emits_nothing(nats_ser
                 error = response.json()["error"]
                 assert error["type"] == "ContractViolation", what
                 assert error["message"].startswith("deny-all checker blocks"), what
+            # drops and renames hand the checker the tabular and the destination it names
+            assert vetoed["table drop"].json()["error"]["message"].endswith("every drop: table t")
+            assert vetoed["view rename"].json()["error"]["message"].endswith("every rename: view v to ops.v2")
 
             # everything is as it was
             assert catalog.list_tables("ops") == [("ops", "t")] and catalog.list_views("ops") == [("ops", "v")]

@@ -135,7 +135,7 @@ def test_lance_writes_and_reads_on_s3_with_vended_sts_credentials(server, http, 
 
 
 def test_duckdb_reads_a_parquet_generic_table_through_vended_credentials(server, http, seaweed):
-    from lakekeeper_host.duckdb_util import connect_duckdb
+    from lakekeeper_host.engines.duckdb_util import connect_duckdb
 
     warehouse_id = s3_warehouse(http, seaweed)
     gt = f"/lakekeeper/v1/{warehouse_id}/namespaces/lake/generic-tables"

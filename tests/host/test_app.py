@@ -43,7 +43,7 @@ async def test_health_reports_each_backend(client):
 
 
 async def test_info_names_the_console_and_the_commit(client):
-    from lakekeeper_host.server.bootstrap import commit_sha
+    from lakekeeper_host.server.management.bootstrap import commit_sha
 
     info = await (await client.get("/management/v1/info")).get_json()
     assert info["console"]["edition"] == "lakekeeper-host-console" and info["console"]["version"] == info["version"]

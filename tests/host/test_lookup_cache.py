@@ -127,19 +127,3 @@ def test_replicas_serve_each_others_changes(pg_url_factory, tmp_path):
     finally:
         first.close()
         second.close()
-
-
-@pytest.mark.parametrize(("sql", "writes"), [
-    ("UPDATE tabular SET metadata_location = :l WHERE id = :id", True),
-    ("insert into namespace (id, name) values (:id, :n)", True),
-    ("DELETE FROM warehouse WHERE id = :id", True),
-    ("DELETE FROM project WHERE id = :id", True),  # cascades to warehouses
-    ("WITH moved AS (UPDATE tabular SET namespace_id = :n RETURNING id) SELECT count(*) FROM moved", True),
-    ("SELECT * FROM tabular WHERE id = :id", False),
-    ("UPDATE task SET heartbeat_at = :t WHERE id = :id", False),
-    ("INSERT INTO warehouse_statistics (warehouse_id) VALUES (:w)", False),
-])
-def test_only_catalog_writes_empty_the_local_cache(sql, writes):
-    from lakekeeper_host.store.db import writes_catalog
-
-    assert writes_catalog(sql) is writes

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from lakekeeper_host.store import Store
+from lakekeeper_host.store import Executor, Store, projects
 from lakekeeper_host.store.migrate import (
     MigrationError,
     _statements,
@@ -22,6 +22,41 @@ def store_url(request, tmp_path):
         return f"sqlite+aiosqlite:///{tmp_path}/catalog.sqlite"
     url = request.getfixturevalue("pg_url_factory")()
     return url.replace("postgresql://", "postgresql+asyncpg://", 1)
+
+
+async def rename_project_in_one_statement(db: Executor, project_id: str, name: str) -> None:
+    """A catalog write whose SQL the old statement sniffing (a regex for ``UPDATE project`` ...) missed:
+    a CTE, the table name quoted. The write says what it touched instead."""
+    db.wrote_catalog()
+    await db.execute(
+        'WITH target AS (SELECT id FROM project WHERE id = :id) UPDATE "project" SET name = :name '
+        "WHERE id IN (SELECT id FROM target)",
+        {"id": project_id, "name": name},
+    )
+
+
+@pytest.mark.parametrize("rename", [rename_project_in_one_statement, projects.rename_project])
+async def test_a_catalog_write_forgets_the_cached_lookups_when_it_commits(store_url, rename):
+    store = Store(store_url)
+    await store.connect()
+    try:
+        await migrate(store)
+        lookups = store.caches.lookups
+        lookups.set_live(True)  # as while the change feed listens; not started: this process's own write must do it
+        async with store.transaction() as tx:
+            await projects.create_project(tx, "p", "before")
+        lookups.put("w", "tabular", "cached", lookups.token("w"))
+
+        async with store.transaction() as tx:  # a transaction that only reads keeps what is cached
+            assert await tx.fetch_val("SELECT name FROM project WHERE id = 'p'") == "before"
+        assert lookups.get("w", "tabular") == "cached"
+
+        async with store.transaction() as tx:
+            await rename(tx, "p", "after")
+        assert lookups.get("w", "tabular") is None
+        assert await store.fetch_val("SELECT name FROM project WHERE id = 'p'") == "after"
+    finally:
+        await store.disconnect()
 
 
 async def test_migrations_are_idempotent_and_complete(store_url):

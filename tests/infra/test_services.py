@@ -28,8 +28,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from botocore.exceptions import ClientError
 from hvac.exceptions import Forbidden
 
-from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
-from lakekeeper_host.spark import spark_snippet
+from lakekeeper_host.engines.duckdb_util import attach_catalog, connect_duckdb
+from lakekeeper_host.engines.spark import spark_snippet
 from lakekeeper_testing.services import (
     PG_URL_ENV,
     BinaryNotFound,
@@ -356,7 +356,7 @@ def test_the_connection_help_says_first_whether_spark_works_offline(monkeypatch)
     text = snippets.connection_snippets("http://127.0.0.1:8181/catalog", "demo")
     intro, code = text.split("PySpark with this package", 1)[1].split("\n", 1)
     assert "offline, first install" in intro and "scripts/build-spark-jars.sh" in intro
-    assert code.lstrip().startswith("from lakekeeper_host.spark import build_spark_session")
+    assert code.lstrip().startswith("from lakekeeper_host.engines.spark import build_spark_session")
     monkeypatch.setattr(snippets, "offline_jars_missing", lambda: [])
     ready = snippets.connection_snippets("http://127.0.0.1:8181/catalog", "demo")
     assert "works offline: the Iceberg jars are on this machine" in ready

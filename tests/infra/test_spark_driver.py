@@ -1,4 +1,4 @@
-"""Spark's setup in lakekeeper_host.spark: where the Iceberg jars come from, the master URL, Java.
+"""Spark's setup in lakekeeper_host.engines.spark: where the Iceberg jars come from, the master URL, Java.
 
 The Java tests use the JDKs installed on the machine (no fake ``java``): the one that checks the
 preference for Java 17 needs a second, non-17 JDK and is skipped where there is none. The jar
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lakekeeper_host import spark as spark_setup
+from lakekeeper_host.engines import spark as spark_setup
 
 
 def installed_java_homes() -> dict[str, int]:
@@ -83,7 +83,7 @@ def test_spark_starts_on_java_17_when_another_java_comes_first(tmp_path):
     this JVM is what every test on the shared session shows.)"""
     other = other_java_home()
     script = textwrap.dedent(f"""
-        from lakekeeper_host.spark import build_spark_session
+        from lakekeeper_host.engines.spark import build_spark_session
         spark = build_spark_session(None, {str(tmp_path)!r}, catalog_name="local", catalog_type="hadoop")
         print("java", spark.sparkContext._jvm.java.lang.System.getProperty("java.specification.version"))
         spark.stop()

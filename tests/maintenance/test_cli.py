@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from lakekeeper_host.spark_maintenance import CatalogAccess, list_tables
+from lakekeeper_host.engines.spark_maintenance import CatalogAccess, list_tables
 from lakekeeper_testing.server import free_port
 from tests.maintenance.helpers import SCHEMA
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakekeeper_host.spark_maintenance import MaintenanceError, maintain_table, parse_policy
+from lakekeeper_host.engines.spark_maintenance import MaintenanceError, maintain_table, parse_policy
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
 """Maintenance runs on Spark through the server's table_maintenance queue.
 
-Each test launches one Spark job: the server runs ``python -m lakekeeper_host.spark_maintenance``
+Each test launches one Spark job: the server runs ``python -m lakekeeper_host.engines.spark_maintenance``
 as a subprocess on ``local[*]`` (the default master), which reaches the catalog over REST. A Spark
 job costs the same on either backend, so each test runs on one: the issue's acceptance run (50 small
 files, 30 snapshots, every procedure, scheduled by the planner) on SQLite, and a run through

@@ -1,4 +1,4 @@
-"""The scan planner (server/scan_planning.py) against tables written by PyIceberg, without a server."""
+"""The scan planner (server/tables/scan_planning.py) against tables written by PyIceberg, without a server."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.registry import BackendSpec
-from lakekeeper_host.service.contracts import Violation
+from lakekeeper_host.service.contracts import RenameDestination, TabularView, Violation
 
 
 class DenyAllChecker:
@@ -14,11 +14,12 @@ class DenyAllChecker:
     async def check_view_updates(self, updates, metadata):
         return Violation("deny-all checker blocks every view change")
 
-    async def check_drop(self, tabular):
-        return Violation("deny-all checker blocks every drop")
+    async def check_drop(self, tabular: TabularView) -> Violation:
+        return Violation(f"deny-all checker blocks every drop: {tabular.typ} {tabular.name}")
 
-    async def check_rename(self, tabular, destination):
-        return Violation("deny-all checker blocks every rename")
+    async def check_rename(self, tabular: TabularView, destination: RenameDestination) -> Violation:
+        target = ".".join([*destination.namespace, destination.name])
+        return Violation(f"deny-all checker blocks every rename: {tabular.typ} {tabular.name} to {target}")
 
 
 @hookimpl

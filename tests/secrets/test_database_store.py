@@ -16,7 +16,7 @@ from lakekeeper_host.builtins.secrets_database import (
 from lakekeeper_host.config import load_settings
 from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import StartupError
-from lakekeeper_host.server.key_rotation import KeyRotationError, rotate_encryption_key
+from lakekeeper_host.server.management.key_rotation import KeyRotationError, rotate_encryption_key
 from lakekeeper_host.service.secrets import Secrets
 from lakekeeper_testing.secrets_conformance import (
     S3_CREDENTIAL,

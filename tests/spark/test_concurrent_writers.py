@@ -18,7 +18,7 @@ ROUNDS = 3
 
 
 def test_concurrent_writers_lose_nothing(spark, spark_catalog, server, warehouse, catalog, rows):
-    from lakekeeper_host.spark import add_catalog
+    from lakekeeper_host.engines.spark import add_catalog
 
     a = spark_catalog
     b = add_catalog(spark, server.catalog_url, warehouse["name"], catalog_name=f"{spark_catalog}_b")

@@ -201,7 +201,7 @@ def _wait_until(condition, *, what: str, timeout: float = 30.0) -> None:
 
 
 def test_special_names_and_paged_listings(spark, spark_catalog, server, warehouse, catalog, rows):
-    from lakekeeper_host.spark import add_catalog
+    from lakekeeper_host.engines.spark import add_catalog
 
     c = spark_catalog
     namespace, table = "`team a/b & c`", "`sales 2025 % = , ü`"

@@ -105,7 +105,7 @@ def test_maintenance_target_file_size_decides_how_compaction_splits(spark, spark
     """The maintenance job passes ``rewrite-data-files.target-file-size-bytes`` to Spark: with the
     default target the small files become one; with a target below their size each stays its own
     file (the split size follows the target), while the rows stay the same."""
-    from lakekeeper_host.spark_maintenance import maintain_table, parse_policy
+    from lakekeeper_host.engines.spark_maintenance import maintain_table, parse_policy
 
     c = spark_catalog
     spark.sql(f"CREATE NAMESPACE {c}.sized")

@@ -57,7 +57,7 @@ def test_the_spark_snippet_runs_offline(snippets, spark):
 def test_the_duckdb_snippet_installs_and_loads_iceberg_offline(snippets, tmp_path):
     sql = snippets["duckdb"]
     assert "INSTALL iceberg; LOAD iceberg;" in sql
-    setup = re.search(r"first run: (python -m lakekeeper_host\.duckdb_util [-\w ]+)", sql).group(1)
+    setup = re.search(r"first run: (python -m lakekeeper_host\.engines\.duckdb_util [-\w ]+)", sql).group(1)
     home = {**os.environ, "HOME": str(tmp_path)}  # a DuckDB that has never installed an extension
     argv = shlex.split(setup)
     installed = subprocess.run([sys.executable, *argv[1:]], env=home, capture_output=True, text=True, timeout=120)

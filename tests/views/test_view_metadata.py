@@ -1,4 +1,4 @@
-"""The view update logic (server/view_metadata.py), mirroring Iceberg Java's ViewMetadata.Builder."""
+"""The view update logic (server/views/metadata.py), mirroring Iceberg Java's ViewMetadata.Builder."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from lakekeeper_host.errors import CatalogError, already_exists, bad_request, na
 from lakekeeper_host.server import events, kinds
 from lakekeeper_host.server.authorize import authorize, authorize_warehouse, checking_actor, deleted, moved
 from lakekeeper_host.server.names import validate_new_namespace
+from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import namespace_admin as ns_store
@@ -177,7 +178,13 @@ def _validate_destination(state: AppState, destination: Any) -> list[str]:
 
 
 async def move_namespace(
-    state: AppState, meta: RequestMetadata, warehouse: Any, namespace_id: str, destination: Any, *, force: bool = False
+    state: AppState,
+    meta: RequestMetadata,
+    warehouse_id: str,
+    namespace_id: str,
+    destination: Any,
+    *,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Move/rename a namespace to the full path ``destination``.
 
@@ -186,6 +193,7 @@ async def move_namespace(
     protected namespaces need ``force`` (protection is kept). Moving to the current path is a no-op.
     Contained tables and views keep their ids and locations.
     """
+    warehouse = await require_warehouse(state, warehouse_id, active_only=True)
     target = _validate_destination(state, destination)
     await _authorize_move(state, meta, warehouse, namespace_id, target)
     async with state.store.transaction() as tx:

@@ -193,7 +193,7 @@ async def drop_namespace(
     force: bool = False,
     purge: bool = False,
 ) -> None:
-    """Drop a namespace: empty only, unless ``recursive`` (see ``server/namespace_admin.py``)."""
+    """Drop a namespace: empty only, unless ``recursive`` (see ``server/namespaces/admin.py``)."""
     # ------------------------------------------------ VALIDATIONS
     validate_namespace(parts)
     if is_reserved(state, parts):

@@ -14,9 +14,9 @@ from lakekeeper_host.server.names import (
     namespace_to_path,
 )
 from lakekeeper_host.server.resolve import (
-    _not_found,
     current_warehouse,
     lookup_tabular,
+    tabular_not_found,
 )
 from lakekeeper_host.server.tables.etag import (
     StorageShape,
@@ -190,7 +190,7 @@ async def load_table(
                     hidden=no_such_table(parts, name))
     row = await tabular_store.with_current_metadata(state.store, found.tabular)
     if row is None:
-        raise _not_found("table", parts, name)
+        raise tabular_not_found("table", parts, name)
     storage = await state.storage_for(warehouse)
     if not await metadata_file_present(state, storage, row.metadata_location):
         raise not_found(f"Failed to open input stream for file: {row.metadata_location}")

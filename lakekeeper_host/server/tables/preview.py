@@ -29,7 +29,6 @@ from typing import Any
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import AlwaysTrue
-from pyiceberg.io import InputFile
 from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.manifest import DataFileContent, ManifestEntry
 from pyiceberg.schema import Schema, index_by_id
@@ -43,10 +42,10 @@ from lakekeeper_host.server import metadata_io
 from lakekeeper_host.server.authorize import authorize, data_permission
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.resolve import require_warehouse
-from lakekeeper_host.server.tables.scan_planning import StorageFileIO, _json_value
+from lakekeeper_host.server.tables.scan_planning import StorageFileIO, single_value_json
+from lakekeeper_host.server.tabulars.locations import inside_tabular
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
-from lakekeeper_host.service.storage import Storage, is_sublocation
 from lakekeeper_host.store import tabular_admin
 from lakekeeper_host.store import tabulars as tabular_store
 
@@ -63,24 +62,12 @@ class FileOutsideTable(CatalogError):
 
 
 class ScopedFileIO(StorageFileIO):
-    """:class:`StorageFileIO` that reads only below one location (the table's): the scope a vended
-    credential for the table would have."""
+    """:class:`StorageFileIO` (confined to the table's location, the scope a vended credential for the
+    table would have) whose refusal is the preview's 403 rather than scan planning's 400."""
 
-    def __init__(self, storage: Storage, loop: asyncio.AbstractEventLoop, scope: str):
-        super().__init__(storage, loop)
-        self.scope = storage.normalize_location(scope)
-
-    def _check(self, location: str) -> None:
-        if not is_sublocation(self.storage.normalize_location(location), self.scope):
+    def check(self, location: str) -> None:
+        if not inside_tabular(self.storage, location, self.table_location):
             raise FileOutsideTable(location)
-
-    def read(self, location: str) -> bytes:
-        self._check(location)
-        return super().read(location)
-
-    def new_input(self, location: str) -> InputFile:
-        self._check(location)
-        return super().new_input(location)
 
 
 # ---------------------------------------------------------------- VALIDATIONS + AUTHZ
@@ -300,8 +287,8 @@ def _column_json(schema: Schema, field_id: int, field: Any, column: dict[str, An
         "null-count": column["nulls"] if has["nulls"] else None,
         "nan-count": column["nans"] if has["nans"] and floating else None,
         "column-size-in-bytes": column["size"] if has["size"] else None,
-        "lower-bound": json_value(_json_value(field.field_type, column["lower"])),
-        "upper-bound": json_value(_json_value(field.field_type, column["upper"])),
+        "lower-bound": json_value(single_value_json(field.field_type, column["lower"])),
+        "upper-bound": json_value(single_value_json(field.field_type, column["upper"])),
         # false when a file recorded no bound for values it holds: the true bounds may lie further out
         "bounds-complete": has["bounds"],
     }

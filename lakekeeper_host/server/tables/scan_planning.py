@@ -516,7 +516,7 @@ class Planner:
         spec = metadata.specs().get(data_file.spec_id)
         partition_types = [f.field_type for f in spec.partition_type(self.request.schema).fields] if spec else []
         partition = [
-            _json_value(partition_types[i] if i < len(partition_types) else None, value)
+            single_value_json(partition_types[i] if i < len(partition_types) else None, value)
             for i, value in enumerate(data_file.partition or ())
         ]
         content = {
@@ -578,7 +578,7 @@ class Planner:
                     continue
                 try:
                     field_type = self.request.schema.find_type(field_id)
-                    values.append(_json_value(field_type, from_bytes(field_type, raw)))
+                    values.append(single_value_json(field_type, from_bytes(field_type, raw)))
                     keys.append(field_id)
                 except (ValueError, TypeError):
                     continue
@@ -602,7 +602,7 @@ def _bound(content_file: DataFile, attribute: str, field_id: int, field_type: Ic
     return None if raw is None else from_bytes(field_type, raw)
 
 
-def _json_value(iceberg_type: IcebergType | None, value: Any) -> Any:
+def single_value_json(iceberg_type: IcebergType | None, value: Any) -> Any:
     """A partition value or bound in the spec's single-value JSON form."""
     if value is None:
         return None

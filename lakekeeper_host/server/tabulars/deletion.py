@@ -25,13 +25,14 @@ from typing import Any
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server import events, kinds, pagination
-from lakekeeper_host.server.authorize import authorize_warehouse, deleted, visible
+from lakekeeper_host.server.authorize import authorize, authorize_warehouse, deleted, visible
 from lakekeeper_host.server.namespaces.admin import decode_name, namespace_parts
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.server.search import SEARCH_CANDIDATES, SEARCH_RESULTS, distance, search_scope
 from lakekeeper_host.server.tabulars.locations import inside_tabular
 from lakekeeper_host.service.authz import Resource
+from lakekeeper_host.service.contracts import TabularView
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import tabular_admin
@@ -39,6 +40,8 @@ from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.db import Executor
+from lakekeeper_host.store.tabulars import TabularRow
+from lakekeeper_host.store.warehouses import WarehouseRow
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ async def schedule_purge(db: Executor, *, project_id: str, warehouse_id: str, ta
 
 
 async def drop_tabular(
-    state: AppState, meta: RequestMetadata, warehouse: Any, tabular: Any, *, purge: bool, force: bool
+    state: AppState, meta: RequestMetadata, warehouse: WarehouseRow, tabular: TabularRow, *, purge: bool, force: bool
 ) -> None:
     """Drop one live table, view or generic table of ``warehouse`` (a ``WarehouseRow``).
 
@@ -90,7 +93,7 @@ async def drop_tabular(
     # ------------------------------------------------ VALIDATIONS
     if getattr(tabular, "protected", False) and not force:
         raise protected_error(tabular)
-    await state.contracts.check_drop(tabular)
+    await state.contracts.check_drop(TabularView.of(tabular))
 
     # ------------------------------------------------ BUSINESS LOGIC
     soft_seconds = warehouse.soft_delete_seconds
@@ -171,16 +174,29 @@ def _target(item: Any) -> tuple[str, str]:
     return kinds.from_wire(typ) or typ, tabular_id
 
 
-async def undrop_tabulars(state: AppState, meta: RequestMetadata, warehouse: Any, targets: Iterable[Any]) -> list[Any]:
+async def undrop_tabulars(
+    state: AppState, meta: RequestMetadata, warehouse_id: str, targets: Iterable[Any]
+) -> list[Any]:
     """Restore soft-deleted tables, views and generic tables: clear ``deleted_at`` and cancel their
     pending expiration.
 
-    ``warehouse`` is a ``WarehouseRow`` (or its id). ``targets`` are ``{"type": "table"|"view"|
-    "generic-table", "id": ...}`` items. All or nothing: an unknown id is a 404, a name taken meanwhile by a live
+    The warehouse must be active and usable by the caller, and each target undroppable by them (one
+    they may not see is "not found"). ``targets`` are ``{"type": "table"|"view"|"generic-table",
+    "id": ...}`` items. All or nothing: an unknown id is a 404, a name taken meanwhile by a live
     table or view a 409, an expiration already running a 409. Returns the restored rows and
     publishes one ``undropTabulars`` event per row.
     """
-    warehouse_id = str(getattr(warehouse, "id", warehouse))
+    targets = list(targets)
+    warehouse = await require_warehouse(state, warehouse_id, active_only=True)
+    warehouse_id = warehouse.id
+    await authorize_warehouse(state, meta, "use", warehouse_id)
+    for item in targets:
+        wire_type = str(item.get("type") if isinstance(item, dict) else item.type)
+        kind, tabular_id = kinds.from_wire(wire_type), _target(item)[1]
+        if kind is None:
+            raise bad_request(f"targets[].type must be 'table', 'view' or 'generic-table', got {wire_type!r}")
+        await authorize(state, meta, "undrop", kind, tabular_id, warehouse_id,
+                        hidden=not_found(f"{kinds.label(kind)} {tabular_id} not found", "TabularNotFound"))
     wanted = [_target(t) for t in targets]
     for index, (typ, tabular_id) in enumerate(wanted):
         if typ not in kinds.KINDS:

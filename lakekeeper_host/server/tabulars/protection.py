@@ -1,8 +1,8 @@
 """Protection of namespaces, tables, views and generic tables (Lakekeeper §9.3).
 
-Protected objects cannot be dropped without ``force``; the drop paths (server/deletion.py,
-server/namespace_admin.py, warehouse delete) enforce it. Warehouse protection lives in
-server/warehouses.py.
+Protected objects cannot be dropped without ``force``; the drop paths (server/tabulars/deletion.py,
+server/namespaces/admin.py, warehouse delete) enforce it. Warehouse protection lives in
+server/warehouses/settings.py.
 """
 
 from __future__ import annotations

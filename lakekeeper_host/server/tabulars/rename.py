@@ -13,11 +13,12 @@ from lakekeeper_host.server.names import (
     validate_new_name,
 )
 from lakekeeper_host.server.resolve import (
-    _not_found,
     get_namespace,
     resolve_table,
+    tabular_not_found,
 )
 from lakekeeper_host.server.tabulars.staged import forget_staged, remove_staged
+from lakekeeper_host.service.contracts import RenameDestination, TabularView
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import tabulars as tabular_store
@@ -89,9 +90,9 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
     # ------------------------------------------------ AUTHZ
     await authorize_tabular_rename(
         state, meta, typ, row.id, warehouse.id, row.namespace_id, destination.id,
-        hidden_source=_not_found(typ, source_ns, source_name), hidden_destination=no_such_namespace(dest_ns),
+        hidden_source=tabular_not_found(typ, source_ns, source_name), hidden_destination=no_such_namespace(dest_ns),
     )
-    await state.contracts.check_rename(row, {"namespace": list(dest_ns), "name": dest_name})
+    await state.contracts.check_rename(TabularView.of(row), RenameDestination(tuple(dest_ns), dest_name))
 
     # ------------------------------------------------ BUSINESS LOGIC
     replaced = None
@@ -108,7 +109,7 @@ async def rename_tabular(state: AppState, meta: RequestMetadata, warehouse: Ware
                     f"{kinds.label(taken.typ)} already exists",
                 )
         if not await tabular_store.rename_tabular(tx, row.id, destination.id, dest_name):
-            raise _not_found(typ, source_ns, source_name)
+            raise tabular_not_found(typ, source_ns, source_name)
 
     # ------------------------------------------------ EVENTS
     # renameTable / renameView / renameGenericTable

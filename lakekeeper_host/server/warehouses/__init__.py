@@ -1,9 +1,10 @@
-"""Warehouses: validation (the storage check pipeline), create, settings, storage changes, delete."""
+"""Warehouses: validation (the storage check pipeline), create, lookup, settings, storage changes, delete."""
 
 from __future__ import annotations
 
 from lakekeeper_host.server.warehouses.create import create_warehouse, validate_creation
 from lakekeeper_host.server.warehouses.delete import delete_warehouse
+from lakekeeper_host.server.warehouses.lookup import get_warehouse, list_warehouses
 from lakekeeper_host.server.warehouses.settings import (
     rename_warehouse,
     set_delete_profile,
@@ -18,6 +19,8 @@ __all__ = [
     "create_warehouse",
     "delete_warehouse",
     "effective_format_versions",
+    "get_warehouse",
+    "list_warehouses",
     "rename_warehouse",
     "set_delete_profile",
     "set_format_version_policy",

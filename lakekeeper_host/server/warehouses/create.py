@@ -6,12 +6,11 @@ from typing import Any
 
 from attrs import field, frozen
 
-from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no_such_warehouse
+from lakekeeper_host.errors import CatalogError, already_exists, bad_request, no_such_warehouse, project_not_found
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.serde import structure_body
 from lakekeeper_host.server import events
 from lakekeeper_host.server.authorize import authorize, created, is_instance_admin
-from lakekeeper_host.server.projects import project_not_found
 from lakekeeper_host.server.warehouses.validation import (
     CheckReport,
     build_candidate_storage,

@@ -363,7 +363,7 @@ def spark():
 
     if shutil.which("java") is None:
         pytest.skip("java (17) is not installed")
-    from lakekeeper_host.spark import shared_session
+    from lakekeeper_host.engines.spark import shared_session
 
     session = shared_session()
     yield session
@@ -374,7 +374,7 @@ def spark():
 def test_spark_as_bob_selects_the_granted_table_and_cannot_insert(world: World, spark) -> None:
     """Spark's Iceberg REST client with bob's token. Its files go through s3a with keys that may
     write (Spark here cannot use vended credentials), so the refusal of the INSERT is the catalog's."""
-    from lakekeeper_host.spark import add_catalog
+    from lakekeeper_host.engines.spark import add_catalog
 
     orders = world.table_id("sales", "orders")
     name = "bob_" + uuid.uuid4().hex[:6]

@@ -151,7 +151,7 @@ def test_duckdb_reads_through_the_catalog(adls_server, adls_warehouse):
 
     On Azure itself the vended SAS is all DuckDB needs; against Azurite it cannot work (see the xfail reason).
     """
-    from lakekeeper_host.duckdb_util import ExtensionNotFound, attach_catalog, connect_duckdb, extension_path
+    from lakekeeper_host.engines.duckdb_util import ExtensionNotFound, attach_catalog, connect_duckdb, extension_path
 
     try:
         azure_extension = extension_path("azure")

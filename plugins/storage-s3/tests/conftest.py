@@ -110,7 +110,7 @@ def spark():
 
     if shutil.which("java") is None:
         pytest.skip("java (17) is not installed: apt-get install openjdk-17-jre-headless")
-    from lakekeeper_host.spark import shared_session
+    from lakekeeper_host.engines.spark import shared_session
 
     session = shared_session()
     yield session

@@ -180,7 +180,7 @@ def test_drop_with_purge_removes_the_objects(s3_server, seaweed, s3_warehouse):
 
 @pytest.mark.duckdb
 def test_duckdb_reads_through_vended_credentials(s3_server, s3_warehouse):
-    from lakekeeper_host.duckdb_util import attach_catalog, connect_duckdb
+    from lakekeeper_host.engines.duckdb_util import attach_catalog, connect_duckdb
 
     name, _, _ = s3_warehouse()
     catalog = rest_catalog(s3_server, name, "vended-credentials")
@@ -199,7 +199,7 @@ def test_duckdb_reads_through_vended_credentials(s3_server, s3_warehouse):
 def test_spark_writes_and_reads_an_s3a_table_through_the_catalog(s3_server, seaweed, s3_warehouse, spark):
     """Spark's Iceberg REST client on our catalog; its data files go to SeaweedFS through Hadoop's
     s3a (HadoopFileIO: Iceberg's S3FileIO needs the AWS SDK v2, which cannot be installed here)."""
-    from lakekeeper_host.spark import add_catalog
+    from lakekeeper_host.engines.spark import add_catalog
 
     name, _, prefix = s3_warehouse(**{"sts-enabled": False})
     catalog_name = "s3_" + name.replace("-", "_")
@@ -226,7 +226,7 @@ def test_spark_refuses_an_s3_warehouse_without_s3a_settings(s3_server, s3_wareho
     """Spark here has no AWS SDK v2, so Iceberg's default S3FileIO would fail at the first read with a
     NoClassDefFoundError: the session helpers say what to pass instead, before any JVM starts. A file
     warehouse on the same server, or an S3 one with s3a settings, is not refused."""
-    from lakekeeper_host import spark as spark_setup
+    from lakekeeper_host.engines import spark as spark_setup
 
     name, _, _ = s3_warehouse(**{"sts-enabled": False})
     with pytest.raises(spark_setup.S3WarehouseNeedsS3a, match=rf"warehouse '{name}' stores its tables on S3.*s3="):

@@ -97,9 +97,9 @@ class CatalogServer:
         """The database URL of this server's store, for tests that look at rows directly."""
         pg = self.extra_env.get("LAKEKEEPER__PG_DATABASE_URL_WRITE")
         if pg:
-            from lakekeeper_host.store.db import _asyncpg_url
+            from lakekeeper_host.store.db import asyncpg_url
 
-            return _asyncpg_url(pg, "LAKEKEEPER__PG_DATABASE_URL_WRITE")
+            return asyncpg_url(pg, "LAKEKEEPER__PG_DATABASE_URL_WRITE")
         path = self.extra_env.get("LAKEKEEPER__SQLITE_PATH") or os.path.join(self.data_dir, "catalog.sqlite")
         return f"sqlite+aiosqlite:///{os.path.abspath(path)}"
 

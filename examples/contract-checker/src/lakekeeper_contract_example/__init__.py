@@ -24,7 +24,7 @@ from pyiceberg.types import ListType, MapType, NestedField, StructType
 
 from lakekeeper_host import hookimpl
 from lakekeeper_host.registry import BackendSpec, BuildContext
-from lakekeeper_host.service.contracts import Violation
+from lakekeeper_host.service.contracts import RenameDestination, TabularView, Violation
 
 __version__ = "0.1.0"
 __all__ = ["ContractExampleConfig", "NoDroppedColumns"]
@@ -67,10 +67,10 @@ class NoDroppedColumns:
     async def check_view_updates(self, updates: Sequence[Any], metadata: Any) -> Violation | None:
         return None
 
-    async def check_drop(self, tabular: Any) -> Violation | None:
+    async def check_drop(self, tabular: TabularView) -> Violation | None:
         return None
 
-    async def check_rename(self, tabular: Any, destination: Any) -> Violation | None:
+    async def check_rename(self, tabular: TabularView, destination: RenameDestination) -> Violation | None:
         return None
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from lakekeeper_host.config.load import _parse_compound
+from lakekeeper_host.config.load import parse_compound
 from lakekeeper_host.config.types import Secret
 from lakekeeper_host.registry import StartupError
 
@@ -69,7 +69,7 @@ def _as_mapping(value: Any) -> Mapping[str, Any]:
             value = json.loads(text)
         except ValueError:
             try:
-                value = _parse_compound(text)
+                value = parse_compound(text)
             except ValueError:
                 raise StartupError(
                     "LAKEKEEPER__KV2: expected '{url=...,user=...,password=...,secret_mount=...}' or a JSON object"

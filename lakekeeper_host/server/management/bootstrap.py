@@ -10,9 +10,9 @@ from typing import Any
 import lakekeeper_host
 from lakekeeper_host import __version__
 from lakekeeper_host.errors import CatalogError, bad_request
-from lakekeeper_host.server.projects import DEFAULT_PROJECT_NAME, after_project_created
+from lakekeeper_host.server.management.projects import DEFAULT_PROJECT_NAME, after_project_created
+from lakekeeper_host.server.management.users import USER_TYPES, nameless_user
 from lakekeeper_host.server.security.authn import principal_type
-from lakekeeper_host.server.users import USER_TYPES, nameless_user
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import projects as project_store

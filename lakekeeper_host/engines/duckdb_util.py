@@ -5,7 +5,7 @@ DuckDB normally downloads extensions on first use. Our machines reach PyPI only,
 version; we LOAD those files by absolute path and switch automatic install/load off, so nothing
 touches the network or ``~/.duckdb``.
 
-As a command (``python -m lakekeeper_host.duckdb_util``) it runs SQL against a catalog, or prints the
+As a command (``python -m lakekeeper_host.engines.duckdb_util``) it runs SQL against a catalog, or prints the
 ``LOAD`` statements for another DuckDB of the same version (``--print-load``).
 """
 
@@ -138,7 +138,7 @@ def load_statements() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lakekeeper_host.duckdb_util",
+        prog="python -m lakekeeper_host.engines.duckdb_util",
         description="DuckDB with the iceberg extension from the PyPI wheels (no download): run SQL against a "
         "Lakekeeper catalog attached as `lakekeeper`",
     )

@@ -18,8 +18,7 @@ from lakekeeper_host.errors import CatalogError, bad_request, conflict, not_foun
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server.authorize import authorize, created, deleted, role_members_changed, visible_page
-from lakekeeper_host.server.projects import resolve_project_id
-from lakekeeper_host.server.users import (
+from lakekeeper_host.server.management.users import (
     SEARCH_LIMIT,
     SEARCH_MAX_CHARS,
     decode_page_token,
@@ -30,6 +29,7 @@ from lakekeeper_host.server.users import (
     require_allowed,
     validate_user_id,
 )
+from lakekeeper_host.server.resolve import resolve_project_id
 from lakekeeper_host.service.authz import Actor, Resource
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import projects as project_store

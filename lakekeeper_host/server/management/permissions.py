@@ -15,7 +15,7 @@ from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request, forbidden, not_found
 from lakekeeper_host.server.authorize import SEE, allowed_actions, authorize
-from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.resolve import resolve_project_id
 from lakekeeper_host.service.authz import ACTIONS, Assignment, Principal, Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState

@@ -9,7 +9,7 @@
   successful run while its policy stays enabled. Policy changes run the planner at once, which
   also cancels the scheduled periodic runs of tables that are now disabled. Manual runs
   (``.../maintenance/run``) use the same task, flagged to run whatever the policy says.
-* Execution: each table task runs ``python -m lakekeeper_host.spark_maintenance`` as a separate
+* Execution: each table task runs ``python -m lakekeeper_host.engines.spark_maintenance`` as a separate
   process (the Spark driver), which reaches this catalog like any client. The server only awaits
   the process, so its event loop never blocks; the heartbeat keeps running meanwhile. A failed
   job raises, and the task engine retries it up to ``LAKEKEEPER__TASK_MAX_RETRIES`` attempts.
@@ -31,17 +31,8 @@ from typing import Any
 from attrs import field, frozen
 
 from lakekeeper_host.config.types import Secret
-from lakekeeper_host.errors import bad_request, not_found
-from lakekeeper_host.registry import TaskQueueSpec
-from lakekeeper_host.serde import WIRE, iso_timestamp
-from lakekeeper_host.server.authorize import authorize_warehouse
-from lakekeeper_host.server.resolve import require_warehouse
-from lakekeeper_host.server.tabulars.deletion import entity_name
-from lakekeeper_host.server.tasks import Reschedule, TaskContext
-from lakekeeper_host.service.request import RequestMetadata
-from lakekeeper_host.service.state import AppState
-from lakekeeper_host.spark import JarsMode
-from lakekeeper_host.spark_maintenance import (
+from lakekeeper_host.engines.spark import JarsMode
+from lakekeeper_host.engines.spark_maintenance import (
     RESULT_MARKER,
     CatalogAccess,
     MaintenanceJob,
@@ -52,6 +43,15 @@ from lakekeeper_host.spark_maintenance import (
     policy_json,
     summarize,
 )
+from lakekeeper_host.errors import bad_request, not_found
+from lakekeeper_host.registry import TaskQueueSpec
+from lakekeeper_host.serde import WIRE, iso_timestamp
+from lakekeeper_host.server.authorize import authorize_warehouse
+from lakekeeper_host.server.management.tasks import Reschedule, TaskContext
+from lakekeeper_host.server.resolve import require_warehouse
+from lakekeeper_host.server.tabulars.deletion import entity_name
+from lakekeeper_host.service.request import RequestMetadata
+from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import maintenance as maintenance_store
 from lakekeeper_host.store import now_ms, tabular_admin
 from lakekeeper_host.store import tasks as task_store
@@ -239,13 +239,13 @@ class MaintenanceJobFailed(Exception):
 
 
 async def run_job_process(job: MaintenanceJob, timeout: timedelta) -> list[TableResult]:
-    """Run the job as ``python -m lakekeeper_host.spark_maintenance`` and return its results.
+    """Run the job as ``python -m lakekeeper_host.engines.spark_maintenance`` and return its results.
 
     The process leads its own process group, so the Spark JVM it starts is stopped with it when
     the attempt is cancelled (stop request, lost task, shutdown) or times out.
     """
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "lakekeeper_host.spark_maintenance",
+        sys.executable, "-m", "lakekeeper_host.engines.spark_maintenance",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )  # fmt: skip

@@ -22,7 +22,7 @@ not maintained: :func:`files_outside` looks first. (``remove_orphan_files`` only
 location; S3 tables are maintained with credentials vended for the table alone.) A commit that
 lands between that look and the expiry is not seen by it: see docs/security.md.
 
-The server's ``table_maintenance`` queue runs one ``python -m lakekeeper_host.spark_maintenance``
+The server's ``table_maintenance`` queue runs one ``python -m lakekeeper_host.engines.spark_maintenance``
 process per task (the JVM never shares the server's process or event loop): the job arrives as
 JSON on stdin, the results leave as one ``RESULT_MARKER`` line on stdout. ``lakekeeper maintain
 --catalog-uri`` runs :func:`run_job` in its own process.
@@ -45,9 +45,9 @@ from cattrs.gen import make_dict_structure_fn, override
 
 from lakekeeper_host.config.env import deep_merge
 from lakekeeper_host.config.types import parse_duration
+from lakekeeper_host.engines.spark import build_spark_session, s3a_conf
 from lakekeeper_host.errors import bad_request
 from lakekeeper_host.serde import WIRE, kebab, structure_body
-from lakekeeper_host.spark import build_spark_session, s3a_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -601,7 +601,7 @@ def summarize(figures: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    """``python -m lakekeeper_host.spark_maintenance``: job JSON on stdin, one result line on stdout."""
+    """``python -m lakekeeper_host.engines.spark_maintenance``: job JSON on stdin, one result line on stdout."""
     try:
         job = WIRE.structure(json.load(sys.stdin), MaintenanceJob)
         outcome: dict[str, Any] = {"results": [WIRE.unstructure(r) for r in run_job(job)]}

@@ -20,8 +20,7 @@ import uuid
 from typing import Any
 
 from lakekeeper_host.config import Settings
-from lakekeeper_host.errors import CatalogError
-from lakekeeper_host.spark_maintenance import (
+from lakekeeper_host.engines.spark_maintenance import (
     CatalogAccess,
     MaintenanceError,
     MaintenanceJob,
@@ -30,6 +29,7 @@ from lakekeeper_host.spark_maintenance import (
     run_job,
     summarize,
 )
+from lakekeeper_host.errors import CatalogError
 
 FINAL = ("SUCCESS", "FAILED", "CANCELLED")
 POLL_SECONDS = 1.0

@@ -24,13 +24,16 @@ from lakekeeper_host.ids import now_ms
 from lakekeeper_host.registry import TaskQueueSpec, normalize_name
 from lakekeeper_host.serde import structure_body
 from lakekeeper_host.server import kinds, pagination
+from lakekeeper_host.server.authorize import authorize_project, authorize_warehouse
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
+from lakekeeper_host.server.resolve import require_warehouse, resolve_project_id
 from lakekeeper_host.server.tabulars.deletion import entity_name, expire_tabular, purge_tabular
+from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import tabular_admin
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store import warehouses as warehouse_store
-from lakekeeper_host.store.tasks import TaskLogRow, TaskRow
+from lakekeeper_host.store.tasks import TaskLogRow, TaskRow  # the records list_tasks and get_task return
 
 log = logging.getLogger(__name__)
 
@@ -292,19 +295,57 @@ async def effective_queue_config(state: AppState, project_id: str, warehouse_id:
     return parse_queue_config(spec, stored[0] if stored else {})
 
 
+# ---------------------------------------------------------------- management: who may, where
+
+# the action each management operation asks for: on the warehouse, or on the project (warehouse_id None)
+_ACTIONS = {
+    "get_queue_config": ("get_task_queue_config", "get_task_queue_config"),
+    "set_queue_config": ("modify_task_queue_config", "modify_task_queue_config"),
+    "schedule": ("control_all_tasks", "control_all_tasks"),
+    "read_tasks": ("get_all_tasks", "get_project_tasks"),
+    "control_tasks": ("control_all_tasks", "control_project_tasks"),
+}
+
+
+async def task_scope(
+    state: AppState, meta: RequestMetadata, warehouse_id: str | None, operation: str
+) -> tuple[str, str | None]:
+    """AUTHZ: (project id, warehouse id) the operation works in, once the caller may do it there.
+
+    With a warehouse id, on that active warehouse; without, on the caller's project (project-level
+    queues and tasks).
+    """
+    if warehouse_id is None:
+        project_id = resolve_project_id(state, meta.project_id)
+        await authorize_project(state, meta, _ACTIONS[operation][1], project_id)
+        return project_id, None
+    return await _warehouse_scope(state, meta, warehouse_id, operation)
+
+
+async def _warehouse_scope(
+    state: AppState, meta: RequestMetadata, warehouse_id: str, operation: str
+) -> tuple[str, str]:
+    warehouse = await require_warehouse(state, warehouse_id, active_only=True)
+    await authorize_warehouse(state, meta, _ACTIONS[operation][0], warehouse.id)
+    return warehouse.project_id, warehouse.id
+
+
 async def get_queue_config(
-    state: AppState, project_id: str, warehouse_id: str | None, queue_name: str, *, project_level: bool
+    state: AppState, meta: RequestMetadata, warehouse_id: str | None, queue_name: str
 ) -> dict[str, Any]:
-    spec = require_queue(state, queue_name, project_level=project_level)
+    """A queue's stored configuration, in a warehouse or (``warehouse_id`` None) the caller's project."""
+    project_id, warehouse_id = await task_scope(state, meta, warehouse_id, "get_queue_config")
+    spec = require_queue(state, queue_name, project_level=warehouse_id is None)
     stored = await task_store.get_queue_config(state.store, project_id, warehouse_id, spec.name)
     config, max_seconds = stored if stored else ({}, None)
     return {"queue-config": {**config, "queue-name": spec.name}, "max-seconds-since-last-heartbeat": max_seconds}
 
 
 async def set_queue_config(
-    state: AppState, project_id: str, warehouse_id: str | None, queue_name: str, body: Any, *, project_level: bool
+    state: AppState, meta: RequestMetadata, warehouse_id: str | None, queue_name: str, body: Any
 ) -> None:
-    spec = require_queue(state, queue_name, project_level=project_level)
+    project_id, warehouse_id = await task_scope(state, meta, warehouse_id, "set_queue_config")
+    spec = require_queue(state, queue_name, project_level=warehouse_id is None)
     if not isinstance(body, dict):
         raise bad_request("Request body must be a JSON object")
     if "queue-config" not in body:
@@ -390,8 +431,9 @@ def _task_uuid(value: str) -> str:
 
 
 async def list_tasks(
-    state: AppState, project_id: str, warehouse_id: str | None, body: Any
+    state: AppState, meta: RequestMetadata, warehouse_id: str | None, body: Any
 ) -> tuple[list[TaskRow | TaskLogRow], str | None]:
+    project_id, warehouse_id = await task_scope(state, meta, warehouse_id, "read_tasks")
     if body is None:
         body = {}
     if not isinstance(body, dict):
@@ -447,8 +489,9 @@ async def list_tasks(
 
 
 async def get_task(
-    state: AppState, project_id: str, warehouse_id: str | None, task_id: str, num_attempts: int
+    state: AppState, meta: RequestMetadata, warehouse_id: str | None, task_id: str, num_attempts: int
 ) -> tuple[TaskRow | TaskLogRow, list[TaskLogRow]]:
+    project_id, warehouse_id = await task_scope(state, meta, warehouse_id, "read_tasks")
     try:
         task_id = str(uuid.UUID(task_id))
     except ValueError:
@@ -474,7 +517,8 @@ async def get_task(
     return current, attempts[: max(0, num_attempts)]
 
 
-async def control_tasks(state: AppState, project_id: str, warehouse_id: str | None, body: Any) -> None:
+async def control_tasks(state: AppState, meta: RequestMetadata, warehouse_id: str | None, body: Any) -> None:
+    project_id, warehouse_id = await task_scope(state, meta, warehouse_id, "control_tasks")
     if not isinstance(body, dict):
         raise bad_request("Request body must be a JSON object")
     task_ids = body.get("task-ids")
@@ -526,9 +570,10 @@ async def control_tasks(state: AppState, project_id: str, warehouse_id: str | No
 
 
 async def schedule_task(
-    state: AppState, project_id: str, warehouse_id: str, queue_name: str, body: Any
+    state: AppState, meta: RequestMetadata, warehouse_id: str, queue_name: str, body: Any
 ) -> str:
     """Manually schedule a task on a user-schedulable queue (the built-in ones are not)."""
+    project_id, warehouse_id = await _warehouse_scope(state, meta, warehouse_id, "schedule")
     spec = state.registry.task_queues.get(normalize_name(queue_name))
     if spec is None:
         names = sorted(s.name for s in state.registry.unique(state.registry.task_queues))

@@ -25,9 +25,10 @@ from lakekeeper_host.errors import bad_request
 from lakekeeper_host.ids import now_ms
 from lakekeeper_host.serde import iso_timestamp
 from lakekeeper_host.server import pagination
-from lakekeeper_host.server.authorize import authorize_warehouse
+from lakekeeper_host.server.authorize import authorize_project, authorize_warehouse
+from lakekeeper_host.server.management.tasks import parse_time, runtime_config
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token
-from lakekeeper_host.server.tasks import parse_time, runtime_config
+from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.service.endpoint_stats import HOUR_MS, EndpointStatsBuffer, bucket_of
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -151,7 +152,9 @@ def _parse_window(spec: Any) -> tuple[int, int]:
     raise bad_request("Invalid request body: type must be window or page-token @ body.range-specifier.type")
 
 
-async def endpoint_statistics(state: AppState, project_id: str, body: Any) -> dict[str, Any]:
+async def endpoint_statistics(state: AppState, meta: RequestMetadata, project_id: str, body: Any) -> dict[str, Any]:
+    """The project's per-endpoint request counts, for a caller allowed ``get_endpoint_statistics`` on it."""
+    await authorize_project(state, meta, "get_endpoint_statistics", project_id)
     if not isinstance(body, dict):
         raise bad_request("Request body must be a JSON object")
     warehouse = body.get("warehouse")
@@ -231,6 +234,7 @@ async def warehouse_statistics(
     :func:`flush_endpoint_statistics` records for every warehouse requests touched (every change
     to a warehouse's tables and views is such a request, so no change goes unrecorded).
     """
+    warehouse_id = (await require_warehouse(state, warehouse_id)).id
     await authorize_warehouse(state, meta, "list_everything", warehouse_id)
     limit = pagination.page_size(state, page_size)
     before = (decode_page_token(page_token, int) or (None,))[0]

@@ -414,7 +414,7 @@ def spark_snippet(catalog_uri: str, warehouse: str, *, catalog_name: str = "lake
     }
     lines = [
         "# fetches the Iceberg runtime from Maven Central; offline, run scripts/build-spark-jars.sh first and use",
-        "# lakekeeper_host.spark.build_spark_session, which takes the local jars",
+        "# lakekeeper_host.engines.spark.build_spark_session, which takes the local jars",
         "from pyspark.sql import SparkSession",
         "",
         "spark = (",

@@ -2,8 +2,8 @@
 registered through the same hook as a plugin's."""
 
 from lakekeeper_host import hookimpl
-from lakekeeper_host.server.maintenance import ensure_planners, task_queue_spec
-from lakekeeper_host.server.tasks import builtin_task_queues
+from lakekeeper_host.server.management.maintenance import ensure_planners, task_queue_spec
+from lakekeeper_host.server.management.tasks import builtin_task_queues
 
 
 @hookimpl

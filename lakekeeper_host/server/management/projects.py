@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, bad_request
+from lakekeeper_host.errors import CatalogError, bad_request, project_not_found
 from lakekeeper_host.ids import new_id
-from lakekeeper_host.server.authorize import authorize, created, deleted, visible
+from lakekeeper_host.server.authorize import authorize, authorize_project, created, deleted, visible
+from lakekeeper_host.server.resolve import resolve_project_id
 from lakekeeper_host.service.authz import Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -20,36 +20,12 @@ from lakekeeper_host.store.projects import ProjectRow
 DEFAULT_PROJECT_NAME = "Default Project"
 
 
-def resolve_project_id(state: AppState, header_value: str | None, explicit: str | None = None) -> str:
-    """Project from an explicit value, ``x-project-id``, or the default project."""
-    project_id = explicit or header_value
-    if project_id:
-        try:
-            return str(uuid.UUID(project_id))
-        except ValueError:
-            raise bad_request(f"Invalid project id {project_id!r}: expected a UUID", "InvalidProjectId") from None
-    if state.settings.host.enable_default_project:
-        return state.settings.host.default_project_id
-    raise CatalogError(
-        400, "NoProjectIdProvided", "No project given: set the x-project-id header (default project is disabled)"
-    )
-
-
-def project_not_found(project_id: str) -> CatalogError:
-    return CatalogError(404, "ProjectNotFound", f"Project {project_id} does not exist")
-
-
-async def authorize_project(state: AppState, meta: RequestMetadata, action: str, project_id: str) -> None:
-    """:func:`authorize` on a project: a project the caller may not see is "not found"."""
-    await authorize(state, meta, action, "project", project_id, hidden=project_not_found(project_id))
-
-
-# ---------------------------------------------------------------- new projects (bootstrap: server/server_admin.py)
+# ------------------------------------------------ new projects (bootstrap: server/management/bootstrap.py)
 
 
 async def after_project_created(state: AppState, meta: RequestMetadata, project_id: str) -> None:
     """A new project's housekeeping task; the authorizer makes its creator the project admin."""
-    from lakekeeper_host.server.tasks import ensure_task_log_cleanup
+    from lakekeeper_host.server.management.tasks import ensure_task_log_cleanup
 
     await ensure_task_log_cleanup(state, project_id)
     await created(state, meta, "project", project_id, None)

@@ -1,0 +1,157 @@
+"""Trino through OPA, both ways, held to one case table (``trino_cases.py``): the catalog's own Trino
+policy endpoint, and the Rego bundle of ``deploy/trino-opa`` on OPA's real engine (the
+``opa-golib-python-bindings`` package; those tests skip without it), which asks the same served
+catalog through ``POST /management/v1/action/batch-check`` with a technical user's client-credentials
+token. A ``lakekeeper serve`` with the ``openfga`` authorizer on the OpenFGA double and OIDC users, on
+SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from openfga_servers import openfga_server
+from trino_cases import CASES, CATALOGS, IDENTITIES, OPA_CLIENT, build_world, trino_input
+
+from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.openfga_double import OpenFgaDouble
+from lakekeeper_testing.server import CatalogServer
+
+KEY = uuid.uuid4().hex
+OPA_SECRET = "opa-secret"
+BUNDLE = Path(__file__).resolve().parents[3] / "deploy" / "trino-opa"
+CASE_IDS = [name for name, *_ in CASES]
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[OidcIssuer]:
+    with OidcIssuer("trino", audience="lakekeeper", clients={OPA_CLIENT: OPA_SECRET}) as issuer:
+        yield issuer
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def served(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[CatalogServer]:
+    settings = {
+        "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
+        "LAKEKEEPER__TRINO_OPA__KEY": KEY,
+        "LAKEKEEPER__TRINO_OPA__CATALOGS": ",".join(f"{c}={w}" for c, w in CATALOGS.items()),
+        "LAKEKEEPER__LOG_LEVEL": "debug",  # with the request log, which must not show the key
+        "LAKEKEEPER__DEBUG__LOG_REQUEST_BODIES": "true",
+    }
+    with openfga_server(request.param, double, idp, f"trino-{uuid.uuid4().hex[:8]}", **settings) as server:
+        build_world(server, idp.mint, str(tmp_path_factory.mktemp("trino-wh")))
+        yield server
+
+
+def ask_catalog(server: CatalogServer, endpoint: str, document: dict, key: str = KEY) -> httpx.Response:
+    return httpx.post(f"{server.url}/trino/{key}/{endpoint}", json={"input": document}, timeout=60)
+
+
+@pytest.mark.parametrize("name, endpoint, action, expected", CASES, ids=CASE_IDS)
+def test_the_catalog_answers_trino_itself(served, name, endpoint, action, expected) -> None:
+    answers = {}
+    for identity in IDENTITIES:
+        response = ask_catalog(served, endpoint, trino_input(identity, action))
+        assert response.status_code == 200, response.text
+        answers[identity] = response.json()["result"]
+    assert answers == expected
+
+
+def test_without_the_key_there_is_no_policy_endpoint(served) -> None:
+    document = trino_input("owner", {"operation": "ExecuteQuery"})
+    for key in ("wrong", KEY[:-1], KEY.upper() if KEY.upper() != KEY else "x"):
+        refused = ask_catalog(served, "allow", document, key)
+        assert refused.status_code == 404, refused.text
+    # a user's own bearer token does not stand in for the key
+    assert (
+        httpx.post(
+            f"{served.url}/trino/x/allow",
+            json={"input": document},
+            timeout=60,
+            headers={"Authorization": "Bearer nonsense"},
+        ).status_code
+        == 404
+    )
+
+
+def test_the_request_log_does_not_show_the_key(served) -> None:
+    assert ask_catalog(served, "allow", trino_input("owner", {"operation": "ExecuteQuery"})).status_code == 200
+    log = served.log_path.read_text(errors="replace")
+    assert "/trino/<redacted>/allow" in log
+    assert KEY not in log
+
+
+def test_a_malformed_input_is_a_400(served) -> None:
+    for body in (
+        {"input": {"action": {"operation": "ExecuteQuery"}}},
+        {"inputs": {}},
+        {"input": {"context": {"identity": {"user": "bob"}}, "action": {}}},
+    ):
+        response = httpx.post(f"{served.url}/trino/{KEY}/allow", json=body, timeout=60)
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["type"] == "BadRequestException"
+
+
+@pytest.fixture(scope="module")
+def opa_engine_class():
+    """OPA's engine; the tests that need it skip, before any server starts, without the package."""
+    module = pytest.importorskip(
+        "opa_bindings.engine", reason="opa-golib-python-bindings is not installed (scripts/install-test-deps.sh)"
+    )
+    return module.OpaEngine
+
+
+@pytest.fixture(scope="module", params=["by name", "listed"])
+def opa(request, opa_engine_class, served, idp: OidcIssuer):
+    """OPA's engine with the shipped bundle, configured for the served catalog as data.example.json
+    shows. Twice: tables checked by name (the few names of these cases), and listed with their ids
+    first (what the bundle does for many names: ``listing_threshold``)."""
+    engine = opa_engine_class()
+    for path in sorted((BUNDLE / "lakekeeper_trino").glob("*.rego")):
+        engine.add_policy(path.name, path.read_text())
+    config = json.loads((BUNDLE / "data.example.json").read_text())["lakekeeper_trino_config"]
+    config |= {
+        "url": served.url,
+        "token_endpoint": idp.token_endpoint,
+        "client_id": OPA_CLIENT,
+        "client_secret": OPA_SECRET,
+        "catalogs": CATALOGS,
+        "listing_threshold": 1 if request.param == "listed" else 1000,
+    }
+    engine.add_data({"lakekeeper_trino_config": config})
+    yield engine
+    engine.close()
+
+
+def ask_opa(engine, endpoint: str, document: dict):
+    return engine.eval_document(f"lakekeeper_trino.{endpoint}", input=document)
+
+
+@pytest.mark.parametrize("name, endpoint, action, expected", CASES, ids=CASE_IDS)
+def test_the_rego_bundle_decides_the_same_through_batch_checks(opa, name, endpoint, action, expected) -> None:
+    answers = {identity: ask_opa(opa, endpoint, trino_input(identity, action)) for identity in IDENTITIES}
+    assert answers == expected
+
+
+def test_many_names_are_listed_once_and_checked_by_id(opa, served) -> None:
+    """With ``listing_threshold`` reached, the bundle lists the schema (tables and views, their ids)
+    instead of asking the catalog to look up each name."""
+    action = {
+        "operation": "FilterTables",
+        "filterResources": [
+            {"table": {"catalogName": "lake", "schemaName": "sales", "tableName": name}}
+            for name in ("orders", "customers", "orders_summary")
+        ],
+    }
+    before = served.log_path.read_text(errors="replace").count("/namespaces/sales/views -> 200")
+    assert ask_opa(opa, "batch", trino_input("member", action)) == [0, 1, 2]
+    listed = served.log_path.read_text(errors="replace").count("/namespaces/sales/views -> 200") - before
+    assert listed == (1 if opa_mode(opa) == "listed" else 0)
+
+
+def opa_mode(engine) -> str:
+    return "listed" if engine.eval_document("lakekeeper_trino.listing_threshold") == 1 else "by name"
