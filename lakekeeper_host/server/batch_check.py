@@ -33,8 +33,8 @@ from attrs import frozen
 
 from lakekeeper_host.errors import bad_request, forbidden
 from lakekeeper_host.server.authorize import SEE, checking_actor, is_instance_admin
-from lakekeeper_host.server.permissions import missing_object, parse_uuid, principal_from_json
-from lakekeeper_host.server.projects import resolve_project_id
+from lakekeeper_host.server.management.permissions import missing_object, parse_uuid, principal_from_json
+from lakekeeper_host.server.resolve import resolve_project_id
 from lakekeeper_host.service.authz import ACTIONS, DATA_PLANE_ACTIONS, Actor, Principal, Resource
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
