@@ -48,7 +48,8 @@ SECTION_START, SECTION_END = "<!-- trino-opa: python -m bench trino-opa -->", "<
 
 def _populate(server: OurServer, alice: str, tables: int, root: str) -> list[int]:
     """alice bootstraps and builds the warehouse; bob gets select on every tenth table; the OPA
-    bundle's technical user gets describe on the warehouse. Returns the indices bob may keep."""
+    bundle's technical user is the project's security admin (it asks batch checks about others, which
+    needs read_assignments). Returns the indices bob may keep."""
     with httpx.Client(base_url=server.url, timeout=120, headers={"Authorization": f"Bearer {alice}"}) as http:
         http.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).raise_for_status()
         made = http.post(
@@ -71,8 +72,8 @@ def _populate(server: OurServer, alice: str, tables: int, root: str) -> list[int
                 f"{perms}/table/{table_id}/assignments", json={"writes": [{"type": "select", "user": "oidc~bob"}]}
             ).raise_for_status()
         http.post(
-            f"{perms}/assignments",
-            json={"writes": [{"type": "describe", "user": f"oidc~service-account-{OPA_CLIENT}"}]},
+            "/management/v1/permissions/project/assignments",
+            json={"writes": [{"type": "security_admin", "user": f"oidc~service-account-{OPA_CLIENT}"}]},
         ).raise_for_status()
     return list(range(0, tables, 10))
 

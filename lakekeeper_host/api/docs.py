@@ -23,6 +23,7 @@ from lakekeeper_host import __version__
 from lakekeeper_host.api import idempotency as idempotency_api
 from lakekeeper_host.api import reads
 from lakekeeper_host.api.common import json_response, state
+from lakekeeper_host.api.management_actions import ACTION_OBJECTS
 from lakekeeper_host.api.management_permissions import PERMISSION_MANAGED_ACCESS, PERMISSION_OBJECTS
 from lakekeeper_host.api.openapi_schemas import ERROR_SCHEMAS, Schemas, reachable
 from lakekeeper_host.errors import not_found
@@ -180,6 +181,7 @@ QUERY: dict[str, tuple[str, ...]] = {
     **{f"management_permissions.{name}_access": ("principalUser", "principalRole")
        for name in PERMISSION_OBJECTS},
     **{f"management_permissions.{name}_assignments": ("relations",) for name in PERMISSION_OBJECTS},
+    **{f"management_actions.{name}": ("principalUser", "principalRole") for name in ACTION_OBJECTS},
 }
 # handlers that read X-Iceberg-Access-Delegation (they vend credentials or sign for the table)
 ACCESS_DELEGATION = frozenset({
@@ -344,6 +346,7 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
        for name in PERMISSION_MANAGED_ACCESS for op in ("properties", "managed_access")},
     "management_permissions.check": "CheckResponse",
     "management_actions.batch_check": "BatchCheckResponse",
+    **{f"management_actions.{name}": "AllowedActions" for name in ACTION_OBJECTS},
     **dict.fromkeys(("s3_signer.sign_global", "s3_signer.sign_in_warehouse", "s3_signer.sign_for_table"),
                     "S3SignResponse"),
 }

@@ -67,7 +67,8 @@ async def resolve(
         return Resource("warehouse", object_id, object_id)
     if kind == "namespace":
         namespace = await namespace_store.get_namespace_by_id(state.store, object_id)
-        if namespace is None:
+        if namespace is None or (warehouse_id is not None
+                                 and namespace.warehouse_id != parse_uuid(warehouse_id, "warehouse id")):
             raise missing_object("namespace", object_id)
         return Resource("namespace", object_id, namespace.warehouse_id)
     if kind in ("table", "view", "generic_table"):

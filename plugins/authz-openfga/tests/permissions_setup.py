@@ -109,7 +109,7 @@ def build_catalog(server: CatalogServer, double: OpenFgaDouble, store_name: str,
     assert role.status_code == 201, role.text
     catalog.role_id = role.json()["id"]
     tuples = double.store_named(store_name).tuples.keys
-    for kind, object_id in (("warehouse", catalog.warehouse_id), ("namespace", catalog.namespace_id),
-                            ("table", catalog.table_id), ("role", catalog.role_id)):
-        assert (f"user:{quote(alice.user_id, safe='')}", "ownership", f"{kind}:{object_id}") in tuples
+    for obj in (f"warehouse:{catalog.warehouse_id}", f"namespace:{catalog.namespace_id}",
+                f"lakekeeper_table:{catalog.warehouse_id}/{catalog.table_id}", f"role:{catalog.role_id}"):
+        assert (f"user:{quote(alice.user_id, safe='')}", "ownership", obj) in tuples
     return catalog

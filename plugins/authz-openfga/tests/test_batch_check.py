@@ -156,3 +156,23 @@ def test_unknown_actions_and_kinds_are_a_400(setup) -> None:
     ):
         response = alice.post(BATCH, json={"checks": [{"operation": operation}]})
         assert response.status_code == 400, response.text
+
+
+def test_each_object_answers_its_actions_at_its_own_path(setup) -> None:
+    _, catalog, alice, bob, _ = setup
+    wh = catalog.warehouse_id
+    paths = {"/server/actions": "create_project", "/project/actions": "create_warehouse",
+             f"/warehouse/{wh}/actions": "update_storage",
+             f"/warehouse/{wh}/namespace/{catalog.namespace_id}/actions": "create_generic_table",
+             f"/warehouse/{wh}/table/{catalog.table_id}/actions": "write_data",
+             f"/role/{catalog.role_id}/actions": "grant_assignee"}
+    for path, action in paths.items():
+        response = alice.get(f"/management/v1{path}")
+        assert response.status_code == 200, (path, response.text)
+        assert action in response.json()["allowed-actions"], path
+    assert bob.get(f"/management/v1/warehouse/{wh}/table/{catalog.table_id}/actions").status_code == 404
+    other = alice.get(f"/management/v1/warehouse/{uuid.uuid4()}/namespace/{catalog.namespace_id}/actions")
+    assert other.status_code == 404
+    about_bob = alice.get(f"/management/v1/warehouse/{wh}/table/{catalog.table_id}/actions",
+                          params={"principalUser": bob.user_id})
+    assert about_bob.status_code == 200 and about_bob.json() == {"allowed-actions": []}

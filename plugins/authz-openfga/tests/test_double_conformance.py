@@ -21,20 +21,14 @@ import pytest
 from attrs import define, field
 from fga_cli import fga_binary
 
+from lakekeeper_authz_openfga.authorizer import ASSIGNABLE as PLUGIN_ASSIGNABLE
+from lakekeeper_authz_openfga.authorizer import KIND_OF_TYPE, fga_type
 from lakekeeper_authz_openfga.model import MODEL_DSL_PATH, load_model
 from lakekeeper_host.service.authz import ACTIONS
 from lakekeeper_testing.openfga_double import evaluate_offline
 
-ASSIGNABLE = {
-    "server": ("admin", "operator"),
-    "project": ("project_admin", "security_admin", "data_admin", "role_creator", "describe", "select", "create",
-                "modify"),
-    "warehouse": ("ownership", "pass_grants", "manage_grants", "describe", "select", "create", "modify"),
-    "namespace": ("ownership", "pass_grants", "manage_grants", "describe", "select", "create", "modify"),
-    "table": ("ownership", "pass_grants", "manage_grants", "describe", "select", "modify"),
-    "view": ("ownership", "pass_grants", "manage_grants", "describe", "modify"),
-    "role": ("ownership", "assignee"),
-}
+# the assignable relations of every OpenFGA type (the plugin's table, by type name)
+ASSIGNABLE = {fga_type(kind): relations for kind, relations in PLUGIN_ASSIGNABLE.items()}
 # relations asked about besides every can_<action>: the privileges themselves
 PRIVILEGES = ("ownership", "manage_grants", "pass_grants", "describe", "select", "create", "modify",
               "managed_access_inheritance", "project_admin", "security_admin", "data_admin", "assignee", "admin")
@@ -94,6 +88,7 @@ def generate(seed: int) -> Hierarchy:
             h.add(rng.choice(h.users[2:]), "ownership", warehouse)
             if rng.random() < 0.4:
                 h.add("user:*", "managed_access", warehouse)
+                h.add("role:*", "managed_access", warehouse)
             frontier = [warehouse]
             for depth in range(3):
                 next_frontier = []
@@ -105,8 +100,10 @@ def generate(seed: int) -> Hierarchy:
                         h.add(rng.choice(h.users[2:]), "ownership", namespace)
                         if rng.random() < 0.2:
                             h.add("user:*", "managed_access", namespace)
+                            h.add("role:*", "managed_access", namespace)
                         for t in range(rng.randint(0, 2)):
-                            tabular = h.new(rng.choice(("table", "view")), f"{namespace.split(':')[1]}.t{t}")
+                            tabular_type = rng.choice(tuple(KIND_OF_TYPE))
+                            tabular = h.new(tabular_type, f"{warehouse.split(':')[1]}/{namespace.split(':')[1]}.t{t}")
                             h.add(namespace, "parent", tabular)
                             h.add(tabular, "child", namespace)
                             h.add(rng.choice(h.users[2:]), "ownership", tabular)
@@ -132,7 +129,7 @@ def questions(h: Hierarchy, engine, index, per_answer: int) -> list[dict]:
     rng = random.Random(len(h.tuples))
     answered: dict[bool, list[tuple[str, str, str]]] = {True: [], False: []}
     for obj_kind, objects in h.objects.items():
-        relations = [f"can_{a}" for a in ACTIONS[obj_kind]] + [
+        relations = [f"can_{a}" for a in ACTIONS[KIND_OF_TYPE.get(obj_kind, obj_kind)]] + [
             r for r in PRIVILEGES if engine.relation_exists(obj_kind, r)
         ]
         for obj in objects:
@@ -150,11 +147,11 @@ def questions(h: Hierarchy, engine, index, per_answer: int) -> list[dict]:
 def list_questions(h: Hierarchy, engine, index) -> Iterator[dict]:
     # the server admin, a project-level user, two users with scattered grants, a role
     for user in (h.users[0], h.users[2], h.users[4], h.users[6], h.roles[1] + "#assignee"):
-        for kind in ("project", "warehouse", "namespace", "table", "view", "role"):
+        for kind in ("project", "warehouse", "namespace", "lakekeeper_table", "lakekeeper_view", "role"):
             relations = {
                 "role": ["can_read", "can_assume", "assignee", "can_grant_assignee"],
-                "table": ["can_include_in_list", "can_read_data", "can_write_data", "describe"],
-                "view": ["can_include_in_list", "can_select", "describe"],
+                "lakekeeper_table": ["can_include_in_list", "can_read_data", "can_write_data", "describe"],
+                "lakekeeper_view": ["can_include_in_list", "can_select", "describe"],
                 "namespace": ["can_include_in_list", "can_get_metadata", "can_create_table", "manage_grants",
                               "can_accept_moved_namespace", "can_move"],
                 "warehouse": ["can_include_in_list", "can_get_metadata", "describe", "can_accept_moved_namespace"],
@@ -204,7 +201,7 @@ def test_real_engine_detects_a_wrong_answer(tmp_path: Path) -> None:
     fga = fga_binary()
     h = generate(7)
     engine, index = evaluate_offline(load_model(), h.tuples)
-    table = h.objects["table"][0]
+    table = h.objects["lakekeeper_table"][0]
     owner = next(u for u, r, o in h.tuples if o == table and r == "ownership")
     assert engine.check(index, owner, "can_write_data", table)
     tests_file = tmp_path / "wrong.fga.yaml"

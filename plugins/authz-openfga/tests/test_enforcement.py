@@ -74,6 +74,10 @@ class World:
         self.seaweed, self.warehouse, self.warehouse_id = seaweed, warehouse, warehouse_id
         self.prefix = f"/catalog/v1/{warehouse_id}"
 
+    def fga_object(self, kind: str, object_id: str) -> str:
+        """The OpenFGA object of a table or view of the warehouse (Lakekeeper's id format)."""
+        return f"lakekeeper_{kind}:{self.warehouse_id}/{object_id}"
+
     @property
     def tuples(self):
         return self.double.store_named(self.store_name).tuples
@@ -165,8 +169,8 @@ def test_lifecycle_tuples_make_alice_the_owner_of_what_she_created(world: World)
     keys = set(world.tuples.keys)
     orders = world.table_id("sales", "orders")
     assert ("user:oidc~alice", "ownership", f"warehouse:{world.warehouse_id}") in keys
-    assert ("user:oidc~alice", "ownership", f"table:{orders}") in keys
-    parents = {(u, o) for (u, r, o) in keys if r == "parent" and o == f"table:{orders}"}
+    assert ("user:oidc~alice", "ownership", world.fga_object("table", orders)) in keys
+    parents = {(u, o) for (u, r, o) in keys if r == "parent" and o == world.fga_object("table", orders)}
     assert len(parents) == 1 and next(iter(parents))[0].startswith("namespace:")
 
 
@@ -308,10 +312,10 @@ def test_drop_and_move_keep_the_tuples_right(world: World) -> None:
     alice.create_table("scratch.keep", schema=ROWS.schema)
     tmp, keep = world.table_id("scratch", "tmp"), world.table_id("scratch", "keep")
     alice.drop_table("scratch.tmp")
-    assert not [k for k in world.tuples.keys if f"table:{tmp}" in k]
+    assert not [k for k in world.tuples.keys if world.fga_object("table", tmp) in k]
     alice.rename_table("scratch.keep", "archive.keep")
-    parents = [u for (u, r, o) in world.tuples.keys if r == "parent" and o == f"table:{keep}"]
-    archive = next(o for (u, r, o) in world.tuples.keys if r == "child" and u == f"table:{keep}")
+    parents = [u for (u, r, o) in world.tuples.keys if r == "parent" and o == world.fga_object("table", keep)]
+    archive = next(o for (u, r, o) in world.tuples.keys if r == "child" and u == world.fga_object("table", keep))
     assert parents == [archive]
     # a grant on the new namespace now reaches the moved table
     with world.granted("bob", "select", f"/namespace/{archive.removeprefix('namespace:')}"):
@@ -333,7 +337,7 @@ def test_views_follow_the_same_rules(world: World) -> None:
     alice.create_view("sales.weekly", Schema(NestedField(1, "id", LongType())), version)
     with world.http("alice") as owner:
         daily = owner.get(f"{world.prefix}/namespaces/sales/views/daily").json()["metadata"]["view-uuid"]
-    assert ("user:oidc~alice", "ownership", f"view:{daily}") in world.tuples.keys
+    assert ("user:oidc~alice", "ownership", world.fga_object("view", daily)) in world.tuples.keys
     orders = world.table_id("sales", "orders")
     with world.granted("bob", "select", world.table_path(orders)), world.http("bob") as bob:
         listed = bob.get(f"{world.prefix}/namespaces/sales/views")
@@ -350,7 +354,7 @@ def test_views_follow_the_same_rules(world: World) -> None:
         assert bob.get(f"{world.prefix}/namespaces/sales/views/daily").status_code == 404
     alice.drop_view("sales.weekly")
     alice.drop_view("sales.daily")
-    assert not [k for k in world.tuples.keys if k[2].startswith("view:") or k[0].startswith("view:")]
+    assert not [k for k in world.tuples.keys if "lakekeeper_view:" in k[0] + k[2]]
 
 
 @pytest.fixture(scope="module")

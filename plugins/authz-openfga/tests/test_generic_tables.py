@@ -94,7 +94,7 @@ def test_bob_sees_nothing_until_granted_then_only_what_the_grant_allows(world: d
         loaded = bob.get(f"{base}/frames")
         assert loaded.status_code == 200 and set(loaded.json()) == {"table"}  # no data access: no config
         refused = bob.get(f"{base}/frames/credentials")
-        assert refused.status_code == 403 and _error(refused)["type"] == "ForbiddenException"
+        assert refused.status_code == 403 and _error(refused)["type"] == "GenericTableActionForbidden"
         assert bob.delete(f"{base}/frames").status_code == 403
 
         _assign(world, "writes", "select", "bob")

@@ -40,6 +40,10 @@ class World:
         self.alice, self.bob, self.warehouse_id = alice, bob, warehouse_id
         self.prefix = f"/catalog/v1/{warehouse_id}"
 
+    def fga_object(self, kind: str, object_id: str) -> str:
+        """The OpenFGA object of a table or view of the warehouse (Lakekeeper's id format)."""
+        return f"lakekeeper_{kind}:{self.warehouse_id}/{object_id}"
+
     def tuples_of(self, obj: str) -> set[tuple[str, str, str]]:
         """Every tuple naming ``obj``, as object or as user."""
         keys = self.double.store_named(self.store_name).tuples.keys
@@ -155,13 +159,14 @@ def stage(world: World, namespace: str, name: str) -> str:
 def test_a_staged_table_that_gives_way_leaves_no_tuples(world: World) -> None:
     world.namespace("staging")
     staged = stage(world, "staging", "orders")
-    assert ("user:oidc~alice", "ownership", f"table:{staged}") in world.tuples_of(f"table:{staged}")
+    staged_obj = world.fga_object("table", staged)
+    assert ("user:oidc~alice", "ownership", staged_obj) in world.tuples_of(staged_obj)
     created = world.alice.post(f"{world.prefix}/namespaces/staging/tables", json={"name": "orders", "schema": SCHEMA})
     assert created.status_code == 200, created.text
     table_id = created.json()["metadata"]["table-uuid"]
     assert table_id != staged
-    assert world.tuples_of(f"table:{staged}") == set()
-    assert {r for _, r, _ in world.tuples_of(f"table:{table_id}")} == {"parent", "child", "ownership"}
+    assert world.tuples_of(world.fga_object("table", staged)) == set()
+    assert {r for _, r, _ in world.tuples_of(world.fga_object("table", table_id))} == {"parent", "child", "ownership"}
 
     # a view created under a staged table's name replaces it too
     staged = stage(world, "staging", "report")
@@ -172,7 +177,7 @@ def test_a_staged_table_that_gives_way_leaves_no_tuples(world: World) -> None:
                          "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]},
         "properties": {}})
     assert view.status_code == 200, view.text
-    assert world.tuples_of(f"table:{staged}") == set()
+    assert world.tuples_of(world.fga_object("table", staged)) == set()
 
     # so does a table renamed to a staged table's name
     staged = stage(world, "staging", "ledger")
@@ -180,8 +185,8 @@ def test_a_staged_table_that_gives_way_leaves_no_tuples(world: World) -> None:
         "source": {"namespace": ["staging"], "name": "orders"},
         "destination": {"namespace": ["staging"], "name": "ledger"}})
     assert renamed.status_code == 204, renamed.text
-    assert world.tuples_of(f"table:{staged}") == set()
-    assert world.tuples_of(f"table:{table_id}")  # the renamed table keeps its tuples
+    assert world.tuples_of(world.fga_object("table", staged)) == set()
+    assert world.tuples_of(world.fga_object("table", table_id))  # the renamed table keeps its tuples
 
 
 def create_commit(table_uuid: str, location: str) -> dict:
@@ -209,14 +214,14 @@ def test_committing_a_staged_table_keeps_its_id_and_its_owner(world: World) -> N
     committed = world.bob.post(f"{world.prefix}/namespaces/drafts/tables/plan",
                                json=create_commit(metadata["table-uuid"], metadata["location"]))
     assert committed.status_code == 200, committed.text
-    table = f"table:{metadata['table-uuid']}"
+    table = world.fga_object("table", metadata['table-uuid'])
     owners = {u for u, r, o in world.tuples_of(table) if r == "ownership" and o == table}
     assert owners == {"user:oidc~alice"}  # un-staging is no new creation: bob is not made an owner
     # a commit that creates the table (no stage-create before) does make its committer the owner
     created = world.bob.post(f"{world.prefix}/namespaces/drafts/tables/memo",
                              json=create_commit(str(uuid.uuid4()), metadata["location"] + "-memo"))
     assert created.status_code == 200, created.text
-    memo = f"table:{created.json()['metadata']['table-uuid']}"
+    memo = world.fga_object("table", created.json()['metadata']['table-uuid'])
     assert {u for u, r, o in world.tuples_of(memo) if r == "ownership"} == {"user:oidc~bob"}
 
 

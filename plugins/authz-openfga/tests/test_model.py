@@ -7,6 +7,7 @@ import subprocess
 
 from fga_cli import fga_binary
 
+from lakekeeper_authz_openfga.authorizer import fga_type
 from lakekeeper_authz_openfga.model import MODEL_DSL_PATH, load_model
 from lakekeeper_host.service.authz import ACTIONS
 
@@ -30,5 +31,5 @@ def test_every_catalog_action_is_a_relation() -> None:
     for kind, actions in ACTIONS.items():
         if kind == "user":
             continue  # answered from the caller's identity and the server's relations
-        missing = sorted(f"can_{a}" for a in actions if f"can_{a}" not in types[kind])
+        missing = sorted(f"can_{a}" for a in actions if f"can_{a}" not in types[fga_type(kind)])
         assert not missing, f"{kind}: {missing}"

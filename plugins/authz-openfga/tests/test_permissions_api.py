@@ -66,8 +66,8 @@ def test_a_grant_takes_effect_at_once_and_a_revocation_too(setup) -> None:
         assert bob.check({"table": {"action": "read_data", **by_name}}).json() == {"allowed": True}
         # visibility flows up: bob now sees the namespace above his table, not its other rights
         assert bob.actions(f"/namespace/{catalog.namespace_id}") == ["get_metadata", "list_tables", "list_views",
-                                                                      "list_namespaces", "include_in_list",
-                                                                      "read_assignments"]
+                                                                      "list_generic_tables", "list_namespaces",
+                                                                      "include_in_list"]
         listed = alice.get(f"{PERMS}{catalog.table}/assignments").json()["assignments"]
         assert {"type": "ownership", "user": alice.user_id} in listed and grant in listed
         only_select = alice.get(f"{PERMS}{catalog.table}/assignments", params={"relations": "select"}).json()
@@ -80,6 +80,7 @@ def test_a_grant_takes_effect_at_once_and_a_revocation_too(setup) -> None:
 def test_who_may_see_but_not_grant_is_refused_with_403(setup) -> None:
     _, catalog, alice, bob, _ = setup
     grant = {"type": "select", "user": bob.user_id}
+    delegate = {"type": "pass_grants", "user": bob.user_id}
     assert alice.grant(catalog.table, writes=[grant]).status_code == 204
     try:
         refused = bob.grant(catalog.table, writes=[{"type": "select", "user": "oidc~carol"}])
@@ -87,11 +88,14 @@ def test_who_may_see_but_not_grant_is_refused_with_403(setup) -> None:
         assert refused.json()["error"]["type"] == "Forbidden"
         wrong = alice.grant(catalog.table, writes=[{"type": "create", "user": "oidc~carol"}])
         assert wrong.status_code == 400 and wrong.json()["error"]["type"] == "InvalidGrant"
-        # asking about someone else needs read_assignments: bob has it on the table, not on the project
+        # asking about someone else needs read_assignments, which only who may grant has (Lakekeeper):
+        # a reader has not; with pass_grants bob may hand on his select, so he may read the grants too
+        assert bob.access(catalog.table, principalUser=alice.user_id).status_code == 403
+        assert alice.grant(catalog.table, writes=[delegate]).status_code == 204
         assert bob.access(catalog.table, principalUser=alice.user_id).status_code == 200
         assert bob.access(f"/project/{catalog.project_id}", principalUser=alice.user_id).status_code == 403
     finally:
-        alice.grant(catalog.table, deletes=[grant])
+        alice.grant(catalog.table, deletes=[grant, delegate])
     hidden = bob.grant(catalog.table, writes=[{"type": "select", "user": bob.user_id}])
     assert hidden.status_code == 404  # may not see it: does not exist for bob
 

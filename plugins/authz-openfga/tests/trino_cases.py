@@ -32,8 +32,9 @@ SCHEMA = {
 }
 IDENTITIES = ("owner", "reader", "stranger", "member")
 USERS = {"owner": "alice", "reader": "bob", "stranger": "carol", "member": "dave"}
-# the Rego bundle's technical user (client credentials of client ``trino-opa``): ``describe`` on the
-# warehouse lets it list the warehouse and ask batch checks about others there (``read_assignments``)
+# the Rego bundle's technical user (client credentials of client ``trino-opa``): the project's
+# ``security_admin`` lets it list the warehouses and ask batch checks about others there
+# (``read_assignments``, which Lakekeeper's model gives only to who may grant), without data rights
 OPA_CLIENT = "trino-opa"
 # Trino catalogs not named like their warehouse (both ways are configured with these pairs)
 CATALOGS = {"iceberg": "lake"}
@@ -444,10 +445,6 @@ def build_world(server: CatalogServer, token: Any, warehouse_root: str) -> dict[
         "POST", f"{perms}/namespace/{namespace_id}/assignments", json={"writes": [{"type": "select", "role": role_id}]}
     )
     call("POST", f"{perms}/role/{role_id}/assignments", json={"writes": [{"type": "assignee", "user": "oidc~dave"}]})
-    call(
-        "POST",
-        f"{perms}/warehouse/{warehouse_id}/assignments",
-        json={"writes": [{"type": "describe", "user": OPA_USER}]},
-    )
+    call("POST", f"{perms}/project/assignments", json={"writes": [{"type": "security_admin", "user": OPA_USER}]})
     ids["role"] = role_id
     return ids

@@ -1,10 +1,11 @@
 """The ``openfga`` authorizer: every catalog action is the relation ``can_<action>`` of model.fga.
 
-Objects are ``server:<id>``, ``project:<id>``, ``warehouse:<id>``, ``namespace:<id>``,
-``table:<id>``, ``view:<id>``, ``role:<id>``; users ``user:<url-encoded id>``; a role as grantee
-(or as the assumed role of a caller) is ``role:<id>#assignee``. Actions on ``user`` resources are
-answered from the caller's identity and the server's user-management relations (the model keeps no
-tuples per user).
+Objects are named as Lakekeeper's model 4.x names them: ``server:<id>``, ``project:<id>``,
+``warehouse:<id>``, ``namespace:<id>``, ``lakekeeper_table:<warehouse-id>/<id>``,
+``lakekeeper_view:<warehouse-id>/<id>``, ``lakekeeper_generic_table:<warehouse-id>/<id>``,
+``role:<id>``; users ``user:<url-encoded id>``; a role as grantee (or as the assumed role of a
+caller) is ``role:<id>#assignee``. Actions on ``user`` resources are answered from the caller's
+identity and the server's user-management relations (the model keeps no tuples per user).
 """
 
 from __future__ import annotations
@@ -47,16 +48,23 @@ from lakekeeper_host.service.authz import (
 log = logging.getLogger(__name__)
 
 # what may be granted directly on each kind (the relations with type restrictions in model.fga)
+_TABULAR_ASSIGNABLE = ("ownership", "pass_grants", "manage_grants", "describe", "select", "modify", "manage_tags")
 ASSIGNABLE: dict[str, tuple[str, ...]] = {
     "server": ("admin", "operator"),
-    "project": ("project_admin", "security_admin", "data_admin", "role_creator", "describe", "select", "create",
-                "modify"),
-    "warehouse": ("ownership", "pass_grants", "manage_grants", "describe", "select", "create", "modify"),
-    "namespace": ("ownership", "pass_grants", "manage_grants", "describe", "select", "create", "modify"),
-    "table": ("ownership", "pass_grants", "manage_grants", "describe", "select", "modify"),
-    "view": ("ownership", "pass_grants", "manage_grants", "describe", "modify"),
+    "project": ("project_admin", "security_admin", "data_admin", "role_creator", "tag_creator", "describe", "select",
+                "create", "modify"),
+    "warehouse": ("ownership", "pass_grants", "manage_grants", "describe", "select", "create", "modify", "manage_tags"),
+    "namespace": ("ownership", "pass_grants", "manage_grants", "describe", "select", "create", "modify", "manage_tags"),
+    "table": _TABULAR_ASSIGNABLE,
+    "view": _TABULAR_ASSIGNABLE,
+    "generic_table": _TABULAR_ASSIGNABLE,
     "role": ("ownership", "assignee"),
 }
+# the OpenFGA type of each host kind (Lakekeeper's names); the others are named as the kind
+FGA_TYPE = {"table": "lakekeeper_table", "view": "lakekeeper_view", "generic_table": "lakekeeper_generic_table"}
+KIND_OF_TYPE = {fga_type: kind for kind, fga_type in FGA_TYPE.items()}
+# kinds whose object id carries the warehouse: <type>:<warehouse-id>/<id>
+_IN_WAREHOUSE = frozenset(FGA_TYPE)
 # user-resource actions (Lakekeeper's rules): a user may do all of them on themself (also while
 # assuming a role); every authenticated caller may read a user given its id (grant dialogs show
 # names; listing all users is the server's ``list_users``); the rest is the server relation below
@@ -67,26 +75,30 @@ _USER_ACTIONS = {
 }
 # the link a child writes on its parent, by (parent kind, child kind)
 _CHILD_LINK = {("project", "warehouse"): "warehouse", ("warehouse", "namespace"): "namespace",
-               ("namespace", "namespace"): "child", ("namespace", "table"): "child", ("namespace", "view"): "child"}
+               ("namespace", "namespace"): "child", ("namespace", "table"): "child", ("namespace", "view"): "child",
+               ("namespace", "generic_table"): "child"}
 # the relation naming a kind's parent
 _PARENT_LINK = {"project": "server", "warehouse": "project", "namespace": "parent", "table": "parent",
-                "view": "parent", "role": "project"}
+                "view": "parent", "generic_table": "parent", "role": "project"}
 # which object types may hold a given kind as a (non-user) tuple user: reads needed on delete
 _REFERENCED_BY = {
     "server": ("project",), "project": ("warehouse", "role"), "warehouse": ("project", "namespace"),
-    "namespace": ("warehouse", "namespace", "table", "view"), "table": ("namespace",), "view": ("namespace",),
-    "role": ("server", "project", "warehouse", "namespace", "table", "view", "role"),
+    "namespace": ("warehouse", "namespace", "table", "view", "generic_table"), "table": ("namespace",),
+    "view": ("namespace",), "generic_table": ("namespace",),
+    "role": ("server", "project", "warehouse", "namespace", "table", "view", "generic_table", "role"),
 }
 _MANAGED_ACCESS_KINDS = ("warehouse", "namespace")
 # the kinds whose objects live in the catalog database (reconcile deletes the tuples of missing ones)
-_CATALOG_KINDS = frozenset(_PARENT_LINK)
-# (object kind, relation) of the hierarchy's own tuples: reconcile makes them exactly the database's
-_STRUCTURE = frozenset({(kind, relation) for kind, relation in _PARENT_LINK.items()}
+_CATALOG_TYPES = frozenset(FGA_TYPE.get(kind, kind) for kind in _PARENT_LINK)
+# (object type, relation) of the hierarchy's own tuples: reconcile makes them exactly the database's
+_STRUCTURE = frozenset({(FGA_TYPE.get(kind, kind), relation) for kind, relation in _PARENT_LINK.items()}
                        | {(parent, link) for (parent, _), link in _CHILD_LINK.items()})
 # the relation that makes someone the owner of a kind (what on_created writes for the creator)
 _OWNER_RELATION = {"project": "project_admin"}
 # any user: with the wildcard tuple ``user:* managed_access``, every user has the flag
 _PROBE_USER = "user:managed-access-probe"
+# managed access on: both wildcards (Lakekeeper's model admits roles, so role grantees are covered too)
+_MANAGED_ACCESS_USERS = ("user:*", "role:*")
 _WRITE_CHUNK = 100  # OpenFGA's default maximum of tuples per write
 
 
@@ -102,10 +114,24 @@ async def reaching_openfga() -> AsyncIterator[None]:
         raise AuthorizerUnavailable("OpenFGA", f"{type(exc).__name__}") from exc
 
 
+def fga_type(kind: str) -> str:
+    return FGA_TYPE.get(kind, kind)
+
+
 def fga_object(resource: Resource) -> str:
     if resource.kind not in _PARENT_LINK and resource.kind != "server":
         raise ValueError(f"no OpenFGA object for a {resource.kind!r}")
+    if resource.kind in _IN_WAREHOUSE:
+        if not resource.warehouse_id:
+            raise ValueError(f"a {resource.kind} object needs its warehouse id")
+        return f"{FGA_TYPE[resource.kind]}:{resource.warehouse_id}/{resource.id}"
     return f"{resource.kind}:{resource.id}"
+
+
+def object_id_of(fga_obj: str) -> str:
+    """The catalog id in an OpenFGA object (``lakekeeper_table:<wh>/<id>`` -> ``<id>``)."""
+    fga_kind, _, rest = fga_obj.partition(":")
+    return rest.rpartition("/")[2] if fga_kind in KIND_OF_TYPE else rest
 
 
 def fga_user_id(user_id: str) -> str:
@@ -265,7 +291,7 @@ class OpenFgaAuthorizer(AuthorizerBase):
         try:
             async with reaching_openfga():
                 response = await self.client.list_objects(ClientListObjectsRequest(user=subject, relation=key[1],
-                                                                                   type=kind))
+                                                                                   type=fga_type(kind)))
         except AuthorizerUnavailable:
             raise
         except ApiException as exc:
@@ -273,7 +299,7 @@ class OpenFgaAuthorizer(AuthorizerBase):
             return None
         elapsed = time.monotonic() - started
         objects = response.objects or []
-        ids: frozenset[str] | None = frozenset(obj.partition(":")[2] for obj in objects)
+        ids: frozenset[str] | None = frozenset(object_id_of(obj) for obj in objects)
         if len(objects) >= self.list_objects_max_results or elapsed >= self.list_objects_deadline:
             ids = None  # possibly cut short by OpenFGA's limits: unknown (remembered, so not asked again)
         self.list_cache.put(key, ids, generation)
@@ -380,14 +406,14 @@ class OpenFgaAuthorizer(AuthorizerBase):
     async def on_deleted(self, resource: Resource) -> None:
         if resource.kind == "user":  # a deleted user keeps no grants anywhere
             user = fga_user_id(resource.id)
-            doomed = [t for kind in ASSIGNABLE for t in await self._read(user=user, object=f"{kind}:")]
+            doomed = [t for kind in ASSIGNABLE for t in await self._read(user=user, object=f"{fga_type(kind)}:")]
             await self._write(deletes=doomed)
             return
         obj = fga_object(resource)
         as_user = f"{obj}#assignee" if resource.kind == "role" else obj
         doomed = await self._read(object=obj)
         for kind in _REFERENCED_BY.get(resource.kind, ()):
-            doomed += await self._read(user=as_user, object=f"{kind}:")
+            doomed += await self._read(user=as_user, object=f"{fga_type(kind)}:")
         await self._write(deletes=list(dict.fromkeys(doomed)))
 
     async def on_moved(self, resource: Resource, new_parent: Resource) -> None:
@@ -396,7 +422,7 @@ class OpenFgaAuthorizer(AuthorizerBase):
         old = await self._read(object=obj, relation=relation)
         deletes = list(old)
         for parent_obj, _, _ in old:
-            parent_kind = parent_obj.partition(":")[0]
+            parent_kind = parent_obj.partition(":")[0]  # namespace or warehouse: the type is the kind
             link = _CHILD_LINK.get((parent_kind, resource.kind))
             if link:
                 deletes.append((obj, link, parent_obj))
@@ -433,11 +459,11 @@ class OpenFgaAuthorizer(AuthorizerBase):
 
         def stale(key: tuple[str, str, str]) -> bool:
             user, relation, obj = key
-            kind = obj.partition(":")[0]
+            obj_type = obj.partition(":")[0]
             user_obj = user.partition("#")[0]
-            return ((kind in _CATALOG_KINDS and obj not in existing)
-                    or (user_obj.partition(":")[0] in _CATALOG_KINDS and user_obj not in existing)
-                    or ((kind, relation) in _STRUCTURE and key not in expected))
+            return ((obj_type in _CATALOG_TYPES and obj not in existing)
+                    or (user_obj.partition(":")[0] in _CATALOG_TYPES and user_obj not in existing)
+                    or ((obj_type, relation) in _STRUCTURE and key not in expected))
 
         # add-missing (Lakekeeper's safe default of `openfga reconcile`) only writes
         deletes = sorted(key for key in present if stale(key)) if delete_drift else []
@@ -492,7 +518,7 @@ class OpenFgaAuthorizer(AuthorizerBase):
         if resource.kind not in _MANAGED_ACCESS_KINDS:
             raise CatalogError(400, "InvalidResource", f"a {resource.kind} has no managed access")
         obj = fga_object(resource)
-        own = bool(await self._read(object=obj, relation="managed_access", user="user:*"))
+        own = any([await self._read(object=obj, relation="managed_access", user=u) for u in _MANAGED_ACCESS_USERS])
         if resource.kind == "warehouse":
             return {"managed-access": own}
         parents = await self._read(object=obj, relation="parent")
@@ -504,6 +530,6 @@ class OpenFgaAuthorizer(AuthorizerBase):
         if resource.kind not in _MANAGED_ACCESS_KINDS:
             raise CatalogError(400, "InvalidResource", f"a {resource.kind} has no managed access")
         await self._require(actor, "set_managed_access", resource)
-        key = ("user:*", "managed_access", fga_object(resource))
-        await self._write(writes=[key] if enabled else [], deletes=[] if enabled else [key])
+        keys = [(user, "managed_access", fga_object(resource)) for user in _MANAGED_ACCESS_USERS]
+        await self._write(writes=keys if enabled else [], deletes=[] if enabled else keys)
 

@@ -4,6 +4,12 @@
 by name ``<prefix>-<version>`` through a bookkeeping tuple
 ``auth_model_id:<id> openfga_id model_version:<prefix>-<version>`` (OpenFGA models carry no name);
 only when that tuple is missing does it write the model and the tuple.
+
+A store written by this plugin before it spoke Lakekeeper's model (versions 1.x: types ``table``
+and ``view``, ids ``table:<id>``) is upgraded by the same ``migrate``: every tuple naming a table or
+view is rewritten to Lakekeeper's ``lakekeeper_table:<warehouse-id>/<id>`` (the warehouse found
+through the namespace tree the store itself holds), managed access also admits roles (``role:*``),
+and only then are the old tuples deleted, so no grant is lost on the way (:func:`upgrade_legacy_tuples`).
 """
 
 from __future__ import annotations
@@ -17,7 +23,13 @@ import aiohttp
 from attrs import frozen
 from openfga_sdk import ReadRequestTupleKey
 from openfga_sdk.client import ClientConfiguration, OpenFgaClient
-from openfga_sdk.client.models import ClientTuple, ClientWriteRequest
+from openfga_sdk.client.models import (
+    ClientTuple,
+    ClientWriteRequest,
+    ClientWriteRequestOnDuplicateWrites,
+    ClientWriteRequestOnMissingDeletes,
+    ConflictOptions,
+)
 from openfga_sdk.credentials import CredentialConfiguration, Credentials
 from openfga_sdk.exceptions import ApiException
 from openfga_sdk.models import CreateStoreRequest
@@ -139,6 +151,7 @@ async def migrate(config: OpenFgaConfig) -> ModelLocation:
         client.set_store_id(store_id)
         model_id = await find_model(client, config)
         if model_id is not None:
+            await upgrade_legacy_tuples(client, model_id)
             return ModelLocation(store_id, model_id, created_store=created_store)
         if config.model_version != MODEL_VERSION:
             raise StartupError(
@@ -156,7 +169,104 @@ async def migrate(config: OpenFgaConfig) -> ModelLocation:
             {"authorization_model_id": model_id},
         )
         log.info("wrote OpenFGA model %s as %s", config.model_name, model_id)
+        await upgrade_legacy_tuples(client, model_id)
         return ModelLocation(store_id, model_id, created_store=created_store, wrote_model=True)
+
+
+Tuple = tuple[str, str, str]
+_LEGACY_TYPES = {"table": "lakekeeper_table", "view": "lakekeeper_view"}
+_UPGRADE_CHUNK = 100  # OpenFGA's default maximum of tuples per write
+
+
+async def _all_tuples(client: OpenFgaClient) -> list[Tuple]:
+    found: list[Tuple] = []
+    token = None
+    while True:
+        options: dict = {"page_size": 100}
+        if token:
+            options["continuation_token"] = token
+        page = await client.read(ReadRequestTupleKey(), options)
+        found.extend((t.key.user, t.key.relation, t.key.object) for t in page.tuples or [])
+        token = page.continuation_token
+        if not token:
+            return found
+
+
+def legacy_rewrites(tuples: list[Tuple]) -> tuple[list[Tuple], list[Tuple], list[str]]:
+    """What upgrading a store of the 1.x model means: (tuples to write, tuples to delete, notes).
+
+    A ``table:<id>`` / ``view:<id>`` becomes ``lakekeeper_table:<warehouse-id>/<id>`` /
+    ``lakekeeper_view:...``, wherever it appears (object or user, ``#relation`` kept). The warehouse
+    is the one above the object's parent namespace. A table or view without a parent in the store
+    cannot be named in the new model: its tuples stay as they are and a note says so.
+    """
+    parent: dict[str, str] = {obj: user for user, relation, obj in tuples if relation == "parent"}
+
+    def warehouse_of(obj: str) -> str | None:
+        seen = set()
+        while obj in parent and obj not in seen:
+            seen.add(obj)
+            obj = parent[obj]
+            if obj.startswith("warehouse:"):
+                return obj.partition(":")[2]
+        return None
+
+    renamed: dict[str, str] = {}
+    orphans: set[str] = set()
+    for user, _, obj in tuples:
+        for name in (obj, user.partition("#")[0]):
+            legacy_type, _, object_id = name.partition(":")
+            if legacy_type in _LEGACY_TYPES and name not in renamed and name not in orphans:
+                warehouse_id = warehouse_of(name)
+                if warehouse_id is None:
+                    orphans.add(name)
+                else:
+                    renamed[name] = f"{_LEGACY_TYPES[legacy_type]}:{warehouse_id}/{object_id}"
+
+    def rename(name: str) -> str:
+        base, sep, relation = name.partition("#")
+        return renamed.get(base, base) + sep + relation
+
+    writes: list[Tuple] = []
+    deletes: list[Tuple] = []
+    for key in tuples:
+        user, relation, obj = key
+        if obj in orphans or user.partition("#")[0] in orphans:
+            continue
+        new = (rename(user), relation, rename(obj))
+        if new != key:
+            writes.append(new)
+            deletes.append(key)
+        if relation == "managed_access" and user == "user:*" and ("role:*", relation, obj) not in tuples:
+            writes.append(("role:*", relation, rename(obj)))  # Lakekeeper's managed access admits roles too
+    notes = [f"{len(orphans)} legacy object(s) have no parent namespace in the store and keep their old tuples "
+             f"(run `lakekeeper openfga reconcile`): {', '.join(sorted(orphans))}"] if orphans else []
+    return writes, deletes, notes
+
+
+async def upgrade_legacy_tuples(client: OpenFgaClient, model_id: str) -> int:
+    """Rewrite the tuples of the 1.x model (see the module doc); the number of tuples rewritten.
+
+    New tuples are written first (under the new model) and the old ones deleted after, each step
+    idempotent, so an interrupted upgrade is finished by the next ``migrate`` and no grant is ever
+    missing in between."""
+    tuples = await _all_tuples(client)
+    writes, deletes, notes = legacy_rewrites(tuples)
+    for note in notes:
+        log.warning("OpenFGA upgrade: %s", note)
+    if not writes and not deletes:
+        return 0
+    options = {"authorization_model_id": model_id,
+               "conflict": ConflictOptions(on_duplicate_writes=ClientWriteRequestOnDuplicateWrites.IGNORE,
+                                           on_missing_deletes=ClientWriteRequestOnMissingDeletes.IGNORE)}
+    for start in range(0, len(writes), _UPGRADE_CHUNK):
+        await client.write(ClientWriteRequest(writes=[ClientTuple(*t) for t in writes[start:start + _UPGRADE_CHUNK]]),
+                           options)
+    for start in range(0, len(deletes), _UPGRADE_CHUNK):
+        await client.write(
+            ClientWriteRequest(deletes=[ClientTuple(*t) for t in deletes[start:start + _UPGRADE_CHUNK]]), options)
+    log.info("OpenFGA upgrade: rewrote %d tuple(s) of the 1.x model to Lakekeeper's names", len(deletes))
+    return len(deletes)
 
 
 async def locate(config: OpenFgaConfig) -> ModelLocation:

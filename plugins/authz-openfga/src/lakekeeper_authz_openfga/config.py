@@ -8,14 +8,32 @@ optional ``SCOPE``), or none.
 
 from __future__ import annotations
 
+import re
+
 from attrs import field, frozen, validators
 
 from lakekeeper_host.config.types import Secret
 from lakekeeper_host.registry import StartupError
 
 DEFAULT_MODEL_PREFIX = "collaboration"
-# the version of model.fga; a changed model gets a new version so `lakekeeper migrate` writes it
-MODEL_VERSION = "1.2"  # 1.1: can_accept_moved_namespace; 1.2: can_move on tables/views, can_accept_moved_tabular
+# the version of model.fga, in Lakekeeper's numbering: it is compatible with Lakekeeper's model 4.9
+# (types lakekeeper_table, ...); a changed model gets a new version so `lakekeeper migrate` writes it
+MODEL_VERSION = "4.9"
+# versions this plugin wrote before it spoke Lakekeeper's model (types table/view, ids table:<id>):
+# `lakekeeper migrate` rewrites the tuples of a store that holds one of them
+LEGACY_MODEL_VERSIONS = ("1.0", "1.1", "1.2")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.0)?$")
+
+
+def model_version_string(value: str | None) -> str | None:
+    """Lakekeeper's version strings: ``4.9``, ``v4.9`` and ``4.9.0`` name the same model (``4.9``)."""
+    if value is None or not str(value).strip():
+        return None
+    found = _VERSION.match(str(value).strip())
+    if found is None:
+        raise StartupError(f"LAKEKEEPER__OPENFGA__AUTHORIZATION_MODEL_VERSION={value!r}: expected <major>.<minor> "
+                           "as Lakekeeper writes it, e.g. 4.9 (or v4.9)")
+    return f"{int(found.group(1))}.{int(found.group(2))}"
 
 
 @frozen
@@ -29,9 +47,9 @@ class OpenFgaConfig:
     # the model is written and found as <prefix>-<version>
     # example: collaboration
     authorization_model_prefix: str = DEFAULT_MODEL_PREFIX
-    # pin a written model version ("<major>.<minor>"); unset = the model this plugin ships
-    # example: 1.1
-    authorization_model_version: str | None = None
+    # pin a written model version (Lakekeeper's "<major>.<minor>", also "v4.9"); unset = the model this plugin ships
+    # example: 4.9
+    authorization_model_version: str | None = field(default=None, converter=model_version_string)
     # a pre-shared key (OpenFGA's --authn-method=preshared)
     # example: key-1
     api_key: Secret | None = None
