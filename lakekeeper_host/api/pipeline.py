@@ -142,7 +142,7 @@ class Pipeline:
             timeout = request_timeout(self.time_limit)
             return timeout.code, timeout.to_model(), {}
         error_id = new_id()
-        log.error("unexpected error %s in %s %s", error_id, method, path, exc_info=error)
+        log.error("unexpected error %s in %s %s", error_id, method, loggable_path(path), exc_info=error)
         return 500, internal_error_model(error_id), {}
 
     def http_error(self, error: HTTPException, method: str, path: str) -> CatalogError:

@@ -41,7 +41,7 @@ CASES = {
     "missing-root": ({"type": "file"}, None, "storage-profile.root", "required"),
     "root-not-string": ({"type": "file", "root": 7}, None, "storage-profile.root", "expected str"),
     "layout-not-object": (
-        {"type": "file", "root": "/tmp/x", "storage-layout": "flat"}, None, "storage-profile.storage-layout", "dict"
+        {"type": "file", "root": "/tmp/x", "storage-layout": "flat"}, None, "storage-profile.storage-layout", "mapping"
     ),
     "unknown-type": ({"type": "floppy", "root": "/x"}, None, "storage-profile", "floppy"),
     "s3-bucket": (S3 | {"bucket": "Bad_Bucket"}, S3_KEYS, "storage-profile.bucket", "lowercase"),

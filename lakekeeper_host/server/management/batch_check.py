@@ -18,8 +18,9 @@ An object that does not exist is denied (``allowed: false``); with ``error-on-no
 only for a missing row: a batch check must not reveal what a caller cannot see).
 
 Asking about another user or a role (``identity``) needs ``read_assignments`` on the object, as for
-``/permissions/*/access?principalUser=``; without it the whole request is a 403. A user asking
-about itself is an ordinary check.
+``/permissions/*/access?principalUser=``; without it the whole request is a 403, unless the caller
+may not even see the object: then it counts as missing, so the answer tells nothing of its existence.
+A user asking about itself is an ordinary check.
 """
 
 from __future__ import annotations
@@ -241,25 +242,32 @@ async def batch_check(state: AppState, meta: RequestMetadata, body: Any) -> list
     request = parse_request(body, meta)
     resolved = await _Finder(state, meta).resolve_all(request.checks)
     actor = checking_actor(state, meta)
-    missing = [(c, label) for c, (r, label) in zip(request.checks, resolved, strict=True) if r is None]
-    if missing and request.error_on_not_found:
-        check, label = missing[0]
-        raise missing_object(check.kind, label)
 
-    # asking about someone else needs read_assignments on each object concerned
+    # asking about someone else needs read_assignments on each object concerned; an object the caller
+    # may not even see counts as missing (a 403 would tell them it exists)
     if actor is not None:
         for_others: dict[str, dict[Resource, None]] = defaultdict(dict)
         for check, (resource, _) in zip(request.checks, resolved, strict=True):
             if check.principal is not None and resource is not None:
                 for_others[resource.kind][resource] = None
+        hidden: set[Resource] = set()
         for kind, resources in for_others.items():
             decisions = await _decide(state, actor, None, "read_assignments", list(resources))
             refused = [r for r, ok in zip(resources, decisions, strict=True) if not ok]
-            if refused:
+            seen = await _decide(state, actor, None, SEE[kind], refused) if kind in SEE else [True] * len(refused)
+            hidden.update(r for r, ok in zip(refused, seen, strict=True) if not ok)
+            visible = [r for r, ok in zip(refused, seen, strict=True) if ok]
+            if visible:
                 raise forbidden(
-                    f"Not allowed to check permissions of others on {kind} {refused[0].id}: "
+                    f"Not allowed to check permissions of others on {kind} {visible[0].id}: "
                     "that needs read_assignments on it"
                 )
+        resolved = [(None, label) if r in hidden else (r, label) for r, label in resolved]
+
+    missing = [(c, label) for c, (r, label) in zip(request.checks, resolved, strict=True) if r is None]
+    if missing and request.error_on_not_found:
+        check, label = missing[0]
+        raise missing_object(check.kind, label)
 
     groups: dict[tuple, list[int]] = defaultdict(list)
     for check, (resource, _) in zip(request.checks, resolved, strict=True):

@@ -176,3 +176,23 @@ def test_each_object_answers_its_actions_at_its_own_path(setup) -> None:
     about_bob = alice.get(f"/management/v1/warehouse/{wh}/table/{catalog.table_id}/actions",
                           params={"principalUser": bob.user_id})
     assert about_bob.status_code == 200 and about_bob.json() == {"allowed-actions": []}
+
+
+def test_asking_about_someone_else_does_not_reveal_what_the_caller_cannot_see(setup) -> None:
+    """bob sees nothing of alice's. Asking "may alice read sales.orders" must answer him exactly as
+    for a table that does not exist; a 403 only for the real one would tell him it is there."""
+    _, catalog, alice, bob, _ = setup
+    wh = catalog.warehouse_id
+
+    def about_alice(table: str) -> dict:
+        operation = {"table": {"action": "read_data", "warehouse-id": wh, "namespace": ["sales"], "table": table}}
+        return {"identity": {"user": alice.user_id}, "operation": operation}
+
+    for extra in ({}, {"error-on-not-found": True}):
+        real = bob.post(BATCH, json={"checks": [about_alice("orders")], **extra})
+        missing = bob.post(BATCH, json={"checks": [about_alice("no_such_table")], **extra})
+        assert real.status_code == missing.status_code == (404 if extra else 200), (real.text, missing.text)
+        if extra:
+            assert real.json()["error"]["type"] == missing.json()["error"]["type"] == "NoSuchTableException"
+        else:
+            assert real.json() == missing.json() == {"results": [{"allowed": False}]}

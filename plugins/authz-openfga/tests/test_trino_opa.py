@@ -155,3 +155,39 @@ def test_many_names_are_listed_once_and_checked_by_id(opa, served) -> None:
 
 def opa_mode(engine) -> str:
     return "listed" if engine.eval_document("lakekeeper_trino.listing_threshold") == 1 else "by name"
+
+
+def test_a_hostile_input_is_denied_or_a_400_and_never_puts_the_key_in_the_log(served) -> None:
+    """Whoever holds the key may send anything Trino would never send: names the database cannot
+    store, user names OpenFGA cannot parse, objects where names belong. Each is a 400 or a denial,
+    never a 500 (whose log line would name the request's path, and with it the key)."""
+
+    def table(catalog="lake", schema="sales", name="orders") -> dict:
+        return {"table": {"catalogName": catalog, "schemaName": schema, "tableName": name}}
+
+    hostile = [
+        ("allow", trino_input("owner", {"operation": "ShowColumns", "resource": table(catalog="la\x00ke")})),
+        ("allow", trino_input("owner", {"operation": "ShowColumns", "resource": table(schema="sa\x00les")})),
+        ("allow", trino_input("owner", {"operation": "ShowColumns", "resource": table(name="or\x00ders")})),
+        ("allow", trino_input("owner", {"operation": "ShowColumns", "resource": table(schema="sales..x")})),
+        ("allow", trino_input("owner", {"operation": "ShowColumns", "resource": table(name=["orders"])})),
+        ("allow", trino_input("owner", {"operation": "AccessCatalog", "resource": {"catalog": {"name": "\ud800"}}})),
+        ("batch", trino_input("owner", {"operation": "FilterColumns", "filterResources": [None]})),
+        ("batch", trino_input("owner", {"operation": "FilterTables", "filterResources": [table(catalog="l\x00")]})),
+    ]
+    for user in ("own\x00er", "own\ud800er", "owner#member", "user:x", "a" * 10_000):
+        document = trino_input("owner", {"operation": "ShowColumns", "resource": table()})
+        document["context"]["identity"]["user"] = user
+        hostile.append(("allow", document))
+    for endpoint, document in hostile:
+        body = json.dumps({"input": document}).encode()
+        response = httpx.post(
+            f"{served.url}/trino/{KEY}/{endpoint}",
+            content=body,
+            timeout=60,
+            headers={"Content-Type": "application/json"},
+        )
+        assert response.status_code in (200, 400), (document, response.text)
+        if response.status_code == 200:
+            assert response.json()["result"] in (False, []), (document, response.text)
+    assert KEY not in served.log_path.read_text(errors="replace")
