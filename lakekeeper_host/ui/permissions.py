@@ -20,12 +20,17 @@ from lakekeeper_host.ui.api_client import ApiError, encode_namespace
 from lakekeeper_host.ui.views import act, api, blueprint, namespace_parts, or_error, permissions_available
 
 PERMISSION_KINDS = ("server", "project", "warehouse", "namespace", "table", "view", "generic-table", "role")
-# relations offered in the grant form (the authorizer decides which are grantable where)
-RELATION_SUGGESTIONS = ("ownership", "describe", "select", "create", "modify", "pass_grants", "manage_grants",
-                        "project_admin", "security_admin", "data_admin", "role_creator", "admin", "operator",
-                        "assignee")
+# the action that allows granting a relation is grant_<relation>, except ownership (change_ownership)
+_OWNERSHIP_ACTION = "change_ownership"
 ROLE_PAGES = 5  # pages of a principal's roles read to explain access (each up to the API's page size)
 PICKER_RESULTS = 10
+
+
+def grantable_relations(allowed_actions: list[str]) -> list[str]:
+    """What the grant form offers: the relations the caller may grant on this object, read off its
+    allowed actions (``grant_<relation>``, ``change_ownership`` for ``ownership``) as the API answers them."""
+    found = [a.removeprefix("grant_") for a in allowed_actions if a.startswith("grant_")]
+    return (["ownership"] if _OWNERSHIP_ACTION in allowed_actions else []) + found
 
 
 def permissions_api_path(kind: str, object_id: str | None, warehouse_id: str | None) -> str:
@@ -217,7 +222,8 @@ async def object_permissions(kind: str):
         actions=access.get("allowed-actions", []),
         assignments=(assignments or {}).get("assignments", []), assignments_error=assignments_error,
         names={f"{k}:{i}": n for (k, i), n in names.items()},
-        managed=managed, managed_error=managed_error, relations=RELATION_SUGGESTIONS, explained=explained,
+        managed=managed, managed_error=managed_error, relations=grantable_relations(access.get("allowed-actions", [])),
+        explained=explained,
     )
 
 

@@ -68,7 +68,11 @@ def test_grant_and_revoke_on_a_table_through_the_console(fga, page):
     assert "read_data" in page.locator("#my-access").inner_text()
     assert "oidc~alice" in page.locator("#assignments").inner_text()
 
-    page.fill("#grant-form input[name=relation]", "select")
+    offered = page.locator("#grant-form select[name=relation] option").all_inner_texts()
+    # only what alice may grant on a table, as the API says (no create, no project roles)
+    assert {"ownership", "select", "describe", "modify", "pass_grants", "manage_grants"} <= set(offered)
+    assert not {"create", "project_admin", "assignee"} & set(offered)
+    page.select_option("#grant-form select[name=relation]", "select")
     page.select_option("#grant-form select[name=principal-type]", "user")
     page.fill("#grant-form input[name=principal]", "oidc~bob")
     page.click("#grant-form button[type=submit]")
@@ -78,8 +82,10 @@ def test_grant_and_revoke_on_a_table_through_the_console(fga, page):
     assert row.count() == 1 and "select" in row.inner_text()
     assert "read_data" in bob.actions(catalog.table)  # the grant reached the authorizer
 
-    # a grant the authorizer refuses shows the API's ErrorModel message
-    page.fill("#grant-form input[name=relation]", "create")
+    # a grant the authorizer refuses (not offered by the form, posted anyway) shows the API's message
+    page.evaluate("""() => { const o = document.createElement('option'); o.value = o.text = 'create';
+                             document.querySelector('#grant-form select[name=relation]').add(o); }""")
+    page.select_option("#grant-form select[name=relation]", "create")
     page.fill("#grant-form input[name=principal]", "oidc~bob")
     page.click("#grant-form button[type=submit]")
     page.wait_for_selector(".flash.error")
@@ -144,7 +150,7 @@ def test_why_bob_has_access_and_what_he_sees_with_partial_access(fga, page, brow
     assert "analysts" in page.locator("#effective-access").inner_text()
 
     # the grant form's picker finds roles too
-    page.fill("#grant-form input[name=relation]", "describe")
+    page.select_option("#grant-form select[name=relation]", "describe")
     page.select_option("#grant-form select[name=principal-type]", "role")
     page.fill("#grant-form input[name=principal]", "analy")
     page.click("#grant-form .suggestions button:has-text('analysts')")
