@@ -72,14 +72,8 @@ def screenshot(tmp_path):
     return take
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def backend_server(request):
-    """A console server per backend for this module: embedded (SQLite, with the quickstart's ``demo``
-    warehouse) or on a fresh PostgreSQL database (bootstrapped, no warehouse yet)."""
-    from lakekeeper_testing.server import start_server
-
-    pg_url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
-    server = start_server(pg_url=pg_url)
-    server.backend = request.param
-    yield server
-    server.close()
+@pytest.fixture(scope="session")
+def backend_server(server):
+    """The run's shared server of each backend (tests/conftest.py): embedded (SQLite, with the
+    quickstart's ``demo`` warehouse) or on PostgreSQL; the console tests make warehouses of their own."""
+    return server

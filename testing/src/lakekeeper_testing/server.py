@@ -81,15 +81,17 @@ class CatalogServer:
             start_new_session=True,
         )
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"lakekeeper serve exited with {self.process.returncode}:\n{self.log_tail()}")
-            try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
+        # one client for all polls: each new httpx client builds a TLS context (~0.4 s on a loaded machine)
+        with httpx.Client(timeout=1) as client:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"lakekeeper serve exited with {self.process.returncode}:\n{self.log_tail()}")
+                try:
+                    if client.get(self.url + "/health").status_code == 200:
+                        return self
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"lakekeeper serve not healthy after {timeout}s:\n{self.log_tail()}")
 
