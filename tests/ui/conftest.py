@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+import httpx
 import pytest
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
@@ -73,13 +74,24 @@ def screenshot(tmp_path):
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def backend_server(request):
+def backend_server(request, lakekeeper_server_factory):
     """A console server per backend for this module: embedded (SQLite, with the quickstart's ``demo``
     warehouse) or on a fresh PostgreSQL database (bootstrapped, no warehouse yet)."""
-    from lakekeeper_testing.server import start_server
-
-    pg_url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
-    server = start_server(pg_url=pg_url)
-    server.backend = request.param
+    server = lakekeeper_server_factory(backend=request.param)
     yield server
     server.close()
+
+
+@pytest.fixture(scope="module")
+def server(lakekeeper_server_factory):
+    """An embedded server of this module (the quickstart's ``demo`` warehouse): console tests change it."""
+    server = lakekeeper_server_factory()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def console(server):
+    """An HTTP client of the console (no cookies yet)."""
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client
