@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from lakekeeper_testing.services import free_port
+from lakekeeper_testing.services import free_port, stop_process_group
 
 # Settings for a long-lived test server none of whose tests waits for a task: its pollers look every
 # 5 s instead of every 200 ms. Idle, a server polling every 200 ms uses ~8 % of a core (measured);
@@ -119,13 +118,7 @@ class CatalogServer:
             return ""
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(5)
+        stop_process_group(self.process)
         self.process = None
 
     def close(self) -> None:

