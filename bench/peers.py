@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from typing import Any
 import attrs
 import httpx
 
-from lakekeeper_testing.services import free_port
+from lakekeeper_testing.services import free_port, stop_process_group
 
 LAKANA_VERSION = "0.20.0"
 LAKANA_VENV = Path(os.environ.get("BENCH_LAKANA_VENV", Path.home() / ".cache/lakekeeper-bench/lakana-venv"))
@@ -137,13 +136,7 @@ class LakanaServer:
         return "\n".join(text.splitlines()[-lines:])
 
     def close(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process)
         self.process = None
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)

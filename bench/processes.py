@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from typing import Any
 import attrs
 import httpx
 
-from lakekeeper_testing.services import SeaweedS3, free_port
+from lakekeeper_testing.services import SeaweedS3, free_port, stop_process_group
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -225,13 +224,7 @@ class FloorServer:
         return self
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process_group(self.process)
         if self._dir is not None:
             self._dir.cleanup()
 

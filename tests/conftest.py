@@ -8,54 +8,19 @@ import uuid
 import httpx
 import pytest
 
-from lakekeeper_testing.server import IDLE_POLLING, CatalogServer, create_file_warehouse, start_server
-
-BACKENDS = ["sqlite", "postgres"]
+from lakekeeper_testing.server import IDLE_POLLING, CatalogServer, create_file_warehouse
 
 
 @pytest.fixture(scope="session")
-def pg_url():
-    """A fresh PostgreSQL database: LAKEKEEPER_TEST_PG_URL's server, or a throwaway cluster."""
-    from lakekeeper_testing.services import postgres_for_tests
-
-    with postgres_for_tests() as url:
-        yield url
+def server(lakekeeper_server) -> CatalogServer:
+    """The shared catalog server, once per backend (``lakekeeper_testing``'s ``lakekeeper_server``)."""
+    return lakekeeper_server
 
 
 @pytest.fixture(scope="session")
-def pg_url_factory():
-    """Make more fresh databases on the same PostgreSQL (each test that needs isolation)."""
-    from lakekeeper_testing.services import postgres_for_tests
-
-    stack = []
-
-    def make() -> str:
-        cm = postgres_for_tests()
-        stack.append(cm)
-        return cm.__enter__()
-
-    yield make
-    for cm in reversed(stack):
-        cm.__exit__(None, None, None)
-
-
-@pytest.fixture(scope="session", params=BACKENDS)
-def server(request) -> CatalogServer:
-    """The shared catalog server, once per backend."""
-    backend = request.param
-    srv = start_server(pg_url=request.getfixturevalue("pg_url") if backend == "postgres" else None)
-    srv.backend = backend
-    yield srv
-    srv.close()
-
-
-@pytest.fixture(scope="session")
-def sqlite_server(request) -> CatalogServer:
+def sqlite_server(lakekeeper_server_factory) -> CatalogServer:
     """An embedded server only (for tests that do not need both backends)."""
-    srv = CatalogServer(IDLE_POLLING).start()  # none of its tests waits for a task
-    srv.backend = "sqlite"
-    yield srv
-    srv.close()
+    return lakekeeper_server_factory(IDLE_POLLING)  # none of its tests waits for a task
 
 
 @pytest.fixture
@@ -84,16 +49,6 @@ def catalog(server, warehouse):
 @pytest.fixture
 def prefix_url(server, warehouse) -> str:
     return f"{server.url}/catalog/v1/{warehouse['id']}"
-
-
-@pytest.fixture(scope="session")
-def spark():
-    """THE SparkSession of the test run (one JVM); register catalogs with ``spark_catalog``."""
-    from lakekeeper_host.engines.spark import shared_session
-
-    session = shared_session()
-    yield session
-    session.stop()
 
 
 @pytest.fixture

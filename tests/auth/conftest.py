@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.server import IDLE_POLLING, CatalogServer, free_port
+from lakekeeper_testing.server import IDLE_POLLING, CatalogServer
+from lakekeeper_testing.services import free_port
 
 AUDIENCE = "lakekeeper"
 MAX_ROLE_DEPTH = 3

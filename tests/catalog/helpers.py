@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+from lakekeeper_testing.services import wait_for  # noqa: F401 - the tests import it from here
 
 SEP = "\x1f"
 
@@ -29,18 +30,6 @@ def schema(*fields: tuple[str, str], schema_id: int = 0, first_id: int = 1) -> d
             {"id": first_id + i, "name": name, "type": typ, "required": False} for i, (name, typ) in enumerate(fields)
         ],
     }
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 30, interval: float = 0.1, what: str = "condition") -> Any:
-    """Poll until ``predicate()`` is truthy (a deadline, not a timing assertion)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(interval)
 
 
 def ns_path(parts: Sequence[str] | str) -> str:

@@ -6,9 +6,7 @@ PostgreSQL, a ``file`` warehouse in the data directory.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
 import uuid
 from pathlib import Path
@@ -22,25 +20,14 @@ from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.server.tabulars.deletion import purge_tabular
 from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store.tasks import TaskRow
-from lakekeeper_testing.services import postgres_for_tests
+from lakekeeper_testing.services import backend_database
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "a", "type": "int", "required": False}]}
 
 
-@contextlib.contextmanager
-def database(backend: str):
-    if backend == "postgres":
-        if os.environ.get("LAKEKEEPER_TEST_SKIP_POSTGRES") == "1":
-            pytest.skip("LAKEKEEPER_TEST_SKIP_POSTGRES=1")
-        with postgres_for_tests() as url:
-            yield {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url}
-    else:
-        yield {}
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 async def app(request, tmp_path):
-    with database(request.param) as db_env:
+    with backend_database(request.param) as db_env:
         environ = {
             "LAKEKEEPER__DATA_DIR": str(tmp_path),
             "LAKEKEEPER__DEBUG__MIGRATE_BEFORE_SERVE": "true",

@@ -19,35 +19,16 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from lakekeeper_testing.oidc import OidcIssuer
+from lakekeeper_testing.pytest_plugin import STS_ROLE
 from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import SeaweedS3, seaweed_iam_config, seaweed_role_arn, service_or_skip
+from lakekeeper_testing.services import SeaweedS3, seaweed_role_arn
 from tests.catalog.helpers import SCHEMA, error
 
 pytestmark = pytest.mark.s3
 
 BUCKET = "lakekeeper"
-ROLE = "vended"
-ROLE_POLICY = {
-    "Statement": [
-        {"Effect": "Allow", "Action": ["s3:*"], "Resource": [f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"]}
-    ]
-}
 PLUGIN = Path(__file__).parents[1] / "plugins" / "data_grants_authz.py"
 VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}
-
-
-@pytest.fixture(scope="module")
-def seaweed():
-    server = service_or_skip(SeaweedS3(iam_config=seaweed_iam_config({ROLE: ROLE_POLICY}), buckets=[BUCKET]))
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def idp():
-    with OidcIssuer("grants", audience="lakekeeper") as issuer:
-        yield issuer
 
 
 @pytest.fixture(scope="module")
@@ -106,20 +87,20 @@ def as_user(grants_server, idp):
 
 
 @pytest.fixture
-def table(as_user, seaweed):
+def table(as_user, seaweed_sts):
     """A table created by ``writer`` on a fresh S3 warehouse with STS: (table URL, location, metadata key)."""
     writer = as_user("writer")
     key_prefix = f"t-{uuid.uuid4().hex[:12]}"
     created = writer.post("/management/v1/warehouse", json={
         "warehouse-name": f"wh-{uuid.uuid4().hex[:10]}",
         "storage-profile": {
-            "type": "s3", "bucket": BUCKET, "key-prefix": key_prefix, "endpoint": seaweed.endpoint,
-            "region": seaweed.region, "path-style-access": True, "flavor": "s3-compat",
-            "sts-enabled": True, "sts-role-arn": seaweed_role_arn(ROLE),
+            "type": "s3", "bucket": BUCKET, "key-prefix": key_prefix, "endpoint": seaweed_sts.endpoint,
+            "region": seaweed_sts.region, "path-style-access": True, "flavor": "s3-compat",
+            "sts-enabled": True, "sts-role-arn": seaweed_role_arn(STS_ROLE),
         },
         "storage-credential": {
             "type": "s3", "credential-type": "access-key",
-            "aws-access-key-id": seaweed.access_key, "aws-secret-access-key": seaweed.secret_key,
+            "aws-access-key-id": seaweed_sts.access_key, "aws-secret-access-key": seaweed_sts.secret_key,
         },
     })  # fmt: skip
     assert created.status_code == 201, created.text
@@ -137,8 +118,8 @@ def _key(location: str) -> str:
     return location[len(f"s3://{BUCKET}/"):]
 
 
-def s3_client(seaweed: SeaweedS3, config: dict[str, str]):
-    return seaweed.client(
+def s3_client(seaweed_sts: SeaweedS3, config: dict[str, str]):
+    return seaweed_sts.client(
         aws_access_key_id=config["s3.access-key-id"],
         aws_secret_access_key=config["s3.secret-access-key"],
         aws_session_token=config["s3.session-token"],
@@ -163,18 +144,18 @@ def vended_config(client: httpx.Client, table_url: str, **headers: str) -> tuple
     return body["config"], response.headers["etag"]
 
 
-def test_reader_gets_read_only_credentials_and_writer_read_write(as_user, seaweed, table):
+def test_reader_gets_read_only_credentials_and_writer_read_write(as_user, seaweed_sts, table):
     table_url, location, metadata_key = table
     data_key = f"{_key(location)}/data/00000-new.parquet"
 
     reader_config, reader_etag = vended_config(as_user("reader"), table_url)
-    reader = s3_client(seaweed, reader_config)
+    reader = s3_client(seaweed_sts, reader_config)
     assert reader.get_object(Bucket=BUCKET, Key=metadata_key)["Body"].read()
     assert denied(reader.put_object, Bucket=BUCKET, Key=data_key, Body=b"x")
     assert denied(reader.delete_object, Bucket=BUCKET, Key=metadata_key)
 
     writer_config, writer_etag = vended_config(as_user("writer"), table_url)
-    writer = s3_client(seaweed, writer_config)
+    writer = s3_client(seaweed_sts, writer_config)
     assert not denied(writer.put_object, Bucket=BUCKET, Key=data_key, Body=b"x")
     assert writer.get_object(Bucket=BUCKET, Key=data_key)["Body"].read() == b"x"
     assert not denied(writer.delete_object, Bucket=BUCKET, Key=data_key)
@@ -184,11 +165,11 @@ def test_reader_gets_read_only_credentials_and_writer_read_write(as_user, seawee
     assert reader_etag != writer_etag
     again = as_user("reader").get(table_url, headers={**VENDED, "If-None-Match": writer_etag})
     assert again.status_code == 200
-    assert denied(s3_client(seaweed, again.json()["config"]).put_object, Bucket=BUCKET, Key=data_key, Body=b"x")
+    assert denied(s3_client(seaweed_sts, again.json()["config"]).put_object, Bucket=BUCKET, Key=data_key, Body=b"x")
     assert as_user("reader").get(table_url, headers={**VENDED, "If-None-Match": reader_etag}).status_code == 304
 
 
-def test_credentials_endpoint_follows_the_same_permission(as_user, seaweed, table):
+def test_credentials_endpoint_follows_the_same_permission(as_user, seaweed_sts, table):
     table_url, location, metadata_key = table
     data_key = f"{_key(location)}/data/00001-new.parquet"
 
@@ -197,7 +178,7 @@ def test_credentials_endpoint_follows_the_same_permission(as_user, seaweed, tabl
         assert response.status_code == 200, response.text
         (credential,) = response.json()["storage-credentials"]
         assert credential["prefix"] == location
-        return s3_client(seaweed, credential["config"])
+        return s3_client(seaweed_sts, credential["config"])
 
     reader = refreshed("reader")
     assert reader.get_object(Bucket=BUCKET, Key=metadata_key)["Body"].read()

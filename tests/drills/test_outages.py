@@ -29,7 +29,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
 from lakekeeper_testing.server import CatalogServer, create_file_warehouse
-from lakekeeper_testing.services import PostgresServer, service_or_skip
+from lakekeeper_testing.services import PostgresServer, serving
 from tests.drills.drill_support import (
     SCHEMA,
     TABLE_PROPERTIES,
@@ -59,9 +59,8 @@ def _epoch(timestamp: str) -> float:
 @pytest.fixture
 def own_postgres():
     """A PostgreSQL cluster of this test alone: it is stopped and started under the catalog."""
-    server = service_or_skip(PostgresServer())
-    yield server
-    server.close()
+    with serving(PostgresServer()) as server:
+        yield server
 
 
 def test_postgres_restart_mid_load_is_503_then_recovers_without_restarting_the_catalog(own_postgres, tmp_path,

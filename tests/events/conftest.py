@@ -14,11 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import KafkaBroker, NatsServer, service_or_skip
 from tests.events.support import (
-    AUDIENCE,
     backend_env,
     create_topic,
     oidc_env,
@@ -27,26 +24,6 @@ from tests.events.support import (
 from tests.plugins.installed import plugin_env
 
 EXAMPLE_CHECKER_SRC = Path(__file__).resolve().parents[2] / "examples" / "contract-checker" / "src"
-
-
-@pytest.fixture(scope="session")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("events", audience=AUDIENCE) as issuer:
-        yield issuer
-
-
-@pytest.fixture(scope="module")
-def nats_server() -> Iterator[NatsServer]:
-    server = service_or_skip(NatsServer())
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def kafka_broker() -> Iterator[KafkaBroker]:
-    broker = service_or_skip(KafkaBroker())
-    yield broker
-    broker.close()
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])

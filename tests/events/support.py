@@ -13,6 +13,7 @@ import httpx
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import read_kafka_topic
 
 AUDIENCE = "lakekeeper"
 
@@ -107,30 +108,17 @@ class NatsCollector:
 
 def kafka_events(bootstrap: str, topic: str, until: Callable[[list[dict[str, Any]]], bool], timeout: float = 30):
     """Read ``topic`` from the beginning (all partitions) until ``until(events)``; binary mode decoded."""
-    from aiokafka import AIOKafkaConsumer, TopicPartition
+    events: list[dict[str, Any]] = []
 
-    async def run() -> list[dict[str, Any]]:
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
-        await consumer.start()
-        events: list[dict[str, Any]] = []
-        try:
-            async with asyncio.timeout(timeout):
-                partitions = None
-                while not partitions:
-                    partitions = (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)
-                assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
-                consumer.assign(assigned)
-                await consumer.seek_to_beginning(*assigned)
-                while not until(events):
-                    message = await consumer.getone()
-                    events.append(decode_binary(message))
-        except TimeoutError:
-            raise AssertionError(f"Kafka events did not arrive within {timeout}s; got {events!r}") from None
-        finally:
-            await consumer.stop()
-        return events
+    def enough(messages: list[Any]) -> bool:
+        events[len(events):] = [decode_binary(m) for m in messages[len(events):]]
+        return until(events)
 
-    return asyncio.run(run())
+    try:
+        asyncio.run(read_kafka_topic(bootstrap, topic, enough, timeout))
+    except TimeoutError:
+        raise AssertionError(f"Kafka events did not arrive within {timeout}s; got {events!r}") from None
+    return events
 
 
 def decode_binary(message: Any) -> dict[str, Any]:

@@ -7,9 +7,6 @@ destination. (The OpenFGA plugin's own end-to-end test: plugins/authz-openfga/te
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import pytest
 
 from lakekeeper_host import hookimpl
@@ -18,7 +15,7 @@ from lakekeeper_host.config import load_settings
 from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.registry import BackendSpec
 from lakekeeper_host.service.authz import AuthorizerBase
-from lakekeeper_testing.services import postgres_for_tests
+from lakekeeper_testing.services import backend_database
 
 DENIED: set[tuple[str, str, str]] = set()  # (kind, id, action); action "*" denies everything
 
@@ -41,21 +38,10 @@ class DenyListedPlugin:
         return [BackendSpec(name="deny-listed", factory=build)]
 
 
-@contextlib.contextmanager
-def database(backend: str):
-    if backend == "postgres":
-        if os.environ.get("LAKEKEEPER_TEST_SKIP_POSTGRES") == "1":
-            pytest.skip("LAKEKEEPER_TEST_SKIP_POSTGRES=1")
-        with postgres_for_tests() as url:
-            yield {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url}
-    else:
-        yield {}
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 async def client(request, tmp_path):
     DENIED.clear()
-    with database(request.param) as db_env:
+    with backend_database(request.param) as db_env:
         environ = {"LAKEKEEPER__DATA_DIR": str(tmp_path), "LAKEKEEPER__DEBUG__MIGRATE_BEFORE_SERVE": "true",
                    "LAKEKEEPER__EMBEDDED_QUICKSTART": "false", "LAKEKEEPER__AUTHZ_BACKEND": "deny-listed", **db_env}
         app = create_app(load_settings(environ),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lakekeeper_testing.server import free_port
+from lakekeeper_testing.services import free_port
 
 pytestmark = pytest.mark.slow  # servers in subprocesses
 

@@ -15,7 +15,7 @@ import time
 import httpx
 import pytest
 
-from lakekeeper_testing.server import free_port
+from lakekeeper_testing.services import free_port
 
 pytestmark = pytest.mark.slow  # every test runs the CLI as a subprocess
 

@@ -28,7 +28,7 @@ import yaml
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.openfga_double import OpenFgaDouble
-from lakekeeper_testing.server import free_port
+from lakekeeper_testing.services import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

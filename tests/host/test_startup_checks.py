@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lakekeeper_testing.server import free_port
+from lakekeeper_testing.services import free_port
 
 pytestmark = pytest.mark.slow  # every test starts a server process
 

@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
-from lakekeeper_testing.server import CatalogServer, free_port
+from lakekeeper_testing.server import CatalogServer
+from lakekeeper_testing.services import free_port
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -22,24 +22,16 @@ def backend(request) -> str:
 
 
 @pytest.fixture
-def make_server(request, backend, tmp_path) -> Callable[..., CatalogServer]:
+def make_server(lakekeeper_server_factory, backend, tmp_path) -> Callable[..., CatalogServer]:
     """``make_server(env)``: a started server of ``backend`` on a fresh database, stopped after the test."""
     servers: list[CatalogServer] = []
 
     def make(extra: dict[str, str]) -> CatalogServer:
         env = {"LAKEKEEPER__TASK_POLL_INTERVAL": "100ms", **extra}
-        if backend == "postgres":
-            url = request.getfixturevalue("pg_url_factory")()
-            env.update({"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url})
-        else:
+        if backend == "sqlite":
             env["LAKEKEEPER__SQLITE_PATH"] = str(tmp_path / f"catalog-{len(servers)}.sqlite")
-        srv = CatalogServer(env)
-        srv.backend = backend
-        servers.append(srv)
-        srv.start()
-        if backend == "postgres":
-            httpx.post(srv.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
-        return srv
+        servers.append(lakekeeper_server_factory(env, backend=backend))
+        return servers[-1]
 
     yield make
     for srv in servers:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from lakekeeper_host.engines.spark_maintenance import CatalogAccess, list_tables
-from lakekeeper_testing.server import free_port
+from lakekeeper_testing.services import free_port
 from tests.maintenance.helpers import SCHEMA
 
 

@@ -8,7 +8,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
 from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.server import free_port
+from lakekeeper_testing.services import free_port
 from tests.maintenance.helpers import (
     MGMT,
     data_file_count,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 
 from lakekeeper_testing.server import create_file_warehouse
+from lakekeeper_testing.services import wait_for  # noqa: F401 - the tests import it from here
 
 
 def new_file_warehouse(server_url: str, tmp_path_factory, **kwargs) -> dict:
@@ -14,18 +14,6 @@ def new_file_warehouse(server_url: str, tmp_path_factory, **kwargs) -> dict:
     root = str(tmp_path_factory.mktemp(name))
     warehouse_id = create_file_warehouse(server_url, name, root, **kwargs)
     return {"name": name, "id": warehouse_id, "root": root}
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 30, interval: float = 0.1, what: str = "condition"):
-    """Poll until ``predicate()`` is truthy; returns its value (no timing assertions, just a deadline)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(interval)
 
 
 VIEW_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}

@@ -8,17 +8,10 @@ server's admin or operator.
 from __future__ import annotations
 
 import httpx
-import pytest
 
 from lakekeeper_testing.oidc import OidcIssuer
 
 MGMT = "/management/v1"
-
-
-@pytest.fixture(scope="module")
-def idp():
-    with OidcIssuer("bootstrap", audience="lakekeeper") as issuer:
-        yield issuer
 
 
 def client_as(server, idp: OidcIssuer, subject: str, claims: dict | None = None) -> httpx.Client:

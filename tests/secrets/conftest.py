@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from lakekeeper_host.builtins.secrets_database import (
@@ -16,9 +13,9 @@ from lakekeeper_host.builtins.secrets_database import (
 )
 from lakekeeper_host.store import Store
 from lakekeeper_host.store.migrate import migrate
-from lakekeeper_testing.secrets_conformance import SeaweedTwoUsers, server_database
+from lakekeeper_testing.secrets_conformance import server_database
 from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import service_or_skip
+from lakekeeper_testing.services import skip_if_postgres_is_off
 
 KEY = "conformance-key-0123456789abcdef"
 BUCKET = "lakekeeper"
@@ -30,8 +27,7 @@ CHATTY = {"LAKEKEEPER__LOG_LEVEL": "debug", "LAKEKEEPER__LOG_CLOUDEVENTS": "true
 def store_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite+aiosqlite:///{tmp_path}/catalog.sqlite"
-    if os.environ.get("LAKEKEEPER_TEST_SKIP_POSTGRES") == "1":
-        pytest.skip("LAKEKEEPER_TEST_SKIP_POSTGRES=1")
+    skip_if_postgres_is_off()
     return request.getfixturevalue("pg_url_factory")().replace("postgresql://", "postgresql+asyncpg://", 1)
 
 
@@ -48,31 +44,6 @@ async def store(store_url):
 @pytest.fixture
 def database_secret_store(store) -> DatabaseSecretStore:
     return DatabaseSecretStore(store, derive_key(KEY))
-
-
-@pytest.fixture(scope="session")
-def seaweed() -> Iterator[SeaweedTwoUsers]:
-    server = service_or_skip(SeaweedTwoUsers(buckets=[BUCKET]))
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-def backend_env(backend: str, request) -> dict[str, str]:
-    if backend == "sqlite":
-        return dict(CHATTY)
-    if os.environ.get("LAKEKEEPER_TEST_SKIP_POSTGRES") == "1":
-        pytest.skip("LAKEKEEPER_TEST_SKIP_POSTGRES=1")
-    url = request.getfixturevalue("pg_url_factory")()
-    return {**CHATTY, "LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-
-
-def start_server(env: dict[str, str]) -> CatalogServer:
-    server = CatalogServer(env).start()
-    if "LAKEKEEPER__PG_DATABASE_URL_WRITE" in env:
-        httpx.post(server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
-    return server
 
 
 class DatabaseProbe:

@@ -16,7 +16,7 @@ from lakekeeper_host.builtins.secrets_database import (
 from lakekeeper_testing.secrets_conformance import server_database, storage_works
 from lakekeeper_testing.server import CatalogServer
 
-from .conftest import backend_env, start_server
+from .conftest import CHATTY
 
 pytestmark = pytest.mark.slow  # runs the CLI and servers as subprocesses
 
@@ -42,8 +42,8 @@ async def all_rows(server: CatalogServer) -> list[dict]:
 
 @pytest.mark.s3
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-async def test_rotation_keeps_every_warehouse_working(request, seaweed, backend):
-    server = start_server(backend_env(backend, request))
+async def test_rotation_keeps_every_warehouse_working(lakekeeper_server_factory, seaweed_two_users, backend):
+    server = lakekeeper_server_factory(CHATTY, backend=backend)
     old_key = server.environment()["LAKEKEEPER__PG_ENCRYPTION_KEY"]
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
@@ -53,8 +53,8 @@ async def test_rotation_keeps_every_warehouse_working(request, seaweed, backend)
                     "/management/v1/warehouse",
                     json={
                         "warehouse-name": f"rotation-{which}",
-                        "storage-profile": seaweed.profile("lakekeeper", f"rotation-{backend}-{which}"),
-                        "storage-credential": seaweed.credential(which),
+                        "storage-profile": seaweed_two_users.profile("lakekeeper", f"rotation-{backend}-{which}"),
+                        "storage-credential": seaweed_two_users.credential(which),
                     },
                 )
                 assert response.status_code == 201, response.text
@@ -92,14 +92,14 @@ async def test_rotation_keeps_every_warehouse_working(request, seaweed, backend)
             # new secrets are written under the new key
             updated = await client.post(
                 f"/management/v1/warehouse/{warehouse_ids[0]}/storage-credential",
-                json={"new-storage-credential": seaweed.credential("second")},
+                json={"new-storage-credential": seaweed_two_users.credential("second")},
             )
             assert updated.status_code == 200, updated.text
         for row in await all_rows(server):
             open_sealed(derive_key(NEW_KEY), row["id"], row["ciphertext"])
         log = server.log_path.read_text(errors="replace")
         assert NEW_KEY not in log and old_key not in log
-        assert seaweed.secret_key not in log and seaweed.second_secret_key not in log
+        assert seaweed_two_users.secret_key not in log and seaweed_two_users.second_secret_key not in log
     finally:
         server.close()
 

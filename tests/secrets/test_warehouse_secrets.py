@@ -6,14 +6,14 @@ import pytest
 
 from lakekeeper_testing.secrets_conformance import WarehouseSecretsConformance
 
-from .conftest import DatabaseProbe, backend_env, start_server
+from .conftest import CHATTY, DatabaseProbe
 
 pytestmark = pytest.mark.s3
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def builtin_server(request):
-    server = start_server(backend_env(request.param, request))
+def builtin_server(request, lakekeeper_server_factory):
+    server = lakekeeper_server_factory(CHATTY, backend=request.param)
     yield server
     server.close()
 
@@ -28,18 +28,18 @@ class TestBuiltinStoreWarehouses(WarehouseSecretsConformance):
         return DatabaseProbe(builtin_server)
 
 
-async def test_raw_warehouse_and_secret_rows_hold_no_plaintext(builtin_server, seaweed):
+async def test_raw_warehouse_and_secret_rows_hold_no_plaintext(builtin_server, seaweed_two_users):
     import httpx
 
     from lakekeeper_testing.secrets_conformance import server_database
 
-    credential = seaweed.credential("first")
+    credential = seaweed_two_users.credential("first")
     async with httpx.AsyncClient(base_url=builtin_server.url, timeout=120) as client:
         response = await client.post(
             "/management/v1/warehouse",
             json={
                 "warehouse-name": "raw-rows",
-                "storage-profile": seaweed.profile("lakekeeper", "raw-rows"),
+                "storage-profile": seaweed_two_users.profile("lakekeeper", "raw-rows"),
                 "storage-credential": credential,
             },
         )
@@ -50,18 +50,18 @@ async def test_raw_warehouse_and_secret_rows_hold_no_plaintext(builtin_server, s
     assert credential["aws-access-key-id"] not in dump
 
 
-async def test_secret_cache_lookups_show_in_the_metrics_without_values(builtin_server, seaweed):
+async def test_secret_cache_lookups_show_in_the_metrics_without_values(builtin_server, seaweed_two_users):
     import httpx
 
     from lakekeeper_testing.secrets_conformance import storage_works
 
-    credential = seaweed.credential("second")
+    credential = seaweed_two_users.credential("second")
     async with httpx.AsyncClient(base_url=builtin_server.url, timeout=120) as client:
         created = await client.post(
             "/management/v1/warehouse",
             json={
                 "warehouse-name": "metrics",
-                "storage-profile": seaweed.profile("lakekeeper", "metrics"),
+                "storage-profile": seaweed_two_users.profile("lakekeeper", "metrics"),
                 "storage-credential": credential,
             },
         )

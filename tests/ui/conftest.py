@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+import httpx
 import pytest
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
@@ -73,7 +74,23 @@ def screenshot(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def backend_server(server):
-    """The run's shared server of each backend (tests/conftest.py): embedded (SQLite, with the
-    quickstart's ``demo`` warehouse) or on PostgreSQL; the console tests make warehouses of their own."""
-    return server
+def backend_server(lakekeeper_server):
+    """The run's shared server of each backend (lakekeeper-testing's ``lakekeeper_server``): embedded
+    (SQLite, with the quickstart's ``demo`` warehouse) or on PostgreSQL; the console tests that use it
+    make warehouses of their own."""
+    return lakekeeper_server
+
+
+@pytest.fixture(scope="module")
+def server(lakekeeper_server_factory):
+    """An embedded server of this module (the quickstart's ``demo`` warehouse): console tests change it."""
+    server = lakekeeper_server_factory()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def console(server):
+    """An HTTP client of the console (no cookies yet)."""
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client

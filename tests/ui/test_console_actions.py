@@ -12,23 +12,9 @@ import time
 import httpx
 import pytest
 
-from lakekeeper_testing.server import CatalogServer
-
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False},
                                                        {"id": 2, "name": "day", "type": "date", "required": False}]}
 MGMT = "/management/v1"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with CatalogServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def console(server):
-    with httpx.Client(base_url=server.url, timeout=30) as client:
-        yield client
 
 
 @pytest.fixture

@@ -20,12 +20,6 @@ from lakekeeper_testing.server import CatalogServer
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def server():
-    with CatalogServer() as srv:
-        yield srv
-
-
 def test_warehouse_table_snapshots_drop_and_undrop(server, page, tmp_path):
     page.goto(server.url + "/")  # / redirects to the console
     assert page.url.endswith("/ui/")

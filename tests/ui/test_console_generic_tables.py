@@ -12,14 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lakekeeper_testing.server import CatalogServer
-
-
-@pytest.fixture(scope="module")
-def server():
-    with CatalogServer() as srv:
-        yield srv
-
 
 @pytest.fixture(scope="module")
 def demo(server):
@@ -28,12 +20,6 @@ def demo(server):
     httpx.post(f"{server.url}/catalog/v1/{warehouse_id}/namespaces", json={"namespace": ["media"]}).raise_for_status()
     with httpx.Client(base_url=f"{server.url}/lakekeeper/v1/{warehouse_id}", timeout=30) as api:
         yield warehouse_id, api
-
-
-@pytest.fixture
-def console(server):
-    with httpx.Client(base_url=server.url, timeout=30) as client:
-        yield client
 
 
 def csrf_of(page: httpx.Response) -> str:

@@ -17,12 +17,6 @@ SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "
 
 
 @pytest.fixture(scope="module")
-def server():
-    with CatalogServer() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
 def demo(server):
     """The embedded quickstart's ``demo`` warehouse: (warehouse id, catalog client on its prefix)."""
     config = httpx.get(server.url + "/catalog/v1/config", params={"warehouse": "demo"}).json()
@@ -30,12 +24,6 @@ def demo(server):
     warehouse_id = httpx.get(server.url + "/management/v1/warehouse").json()["warehouses"][0]["warehouse-id"]
     with httpx.Client(base_url=f"{server.catalog_url}/v1/{prefix}", timeout=30) as rest:
         yield warehouse_id, rest
-
-
-@pytest.fixture
-def console(server):
-    with httpx.Client(base_url=server.url, timeout=30) as client:
-        yield client
 
 
 def csrf_of(page: httpx.Response) -> str:
@@ -319,7 +307,7 @@ def test_a_token_the_api_refuses_is_explained_not_retried_in_a_loop():
 
 def test_a_refused_s3_warehouse_form_comes_back_without_its_secret(console):
     pytest.importorskip("lakekeeper_storage_s3")
-    from lakekeeper_testing.server import free_port
+    from lakekeeper_testing.services import free_port
 
     form = console.get("/ui/warehouses/new")
     assert 'name="profile.s3.bucket"' in form.text and 'name="credential-variant.s3"' in form.text

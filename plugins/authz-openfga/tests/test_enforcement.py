@@ -30,39 +30,16 @@ from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, NoSuchTab
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.openfga_double import OpenFgaDouble
+from lakekeeper_testing.pytest_plugin import STS_ROLE
 from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import (
-    SeaweedS3,
-    seaweed_iam_config,
-    seaweed_role_arn,
-    service_or_skip,
-)
+from lakekeeper_testing.services import SeaweedS3, seaweed_role_arn
 
 # not "lakekeeper": the shared Spark session's Hadoop FileSystem cache is keyed by bucket, so a later
 # test using that bucket on another SeaweedFS would get this (by then stopped) endpoint's s3a client
 BUCKET = "lakekeeper-fga"
-ROLE = "vended"
-ROLE_POLICY = {
-    "Statement": [
-        {"Effect": "Allow", "Action": ["s3:*"], "Resource": [f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"]}
-    ]
-}
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"], pa.string())})
 VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}
 PERMS = "/management/v1/permissions"
-
-
-@pytest.fixture(scope="module")
-def seaweed() -> Iterator[SeaweedS3]:
-    server = service_or_skip(SeaweedS3(iam_config=seaweed_iam_config({ROLE: ROLE_POLICY}), buckets=[BUCKET]))
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("fga", audience="lakekeeper") as issuer:
-        yield issuer
 
 
 class World:
@@ -125,10 +102,10 @@ class World:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def world(request, double, idp, seaweed) -> Iterator[World]:
+def world(request, double, idp, seaweed_sts) -> Iterator[World]:
     store_name = f"lk-{uuid.uuid4().hex[:8]}"
     with openfga_server(request.param, double, idp, store_name) as server:
-        yield _populated(server, double, store_name, idp, seaweed)
+        yield _populated(server, double, store_name, idp, seaweed_sts)
 
 
 def _populated(server: CatalogServer, double: OpenFgaDouble, store_name: str, idp: OidcIssuer,
@@ -143,7 +120,7 @@ def _populated(server: CatalogServer, double: OpenFgaDouble, store_name: str, id
             "storage-profile": {
                 "type": "s3", "bucket": BUCKET, "key-prefix": f"fga-{uuid.uuid4().hex[:8]}",
                 "endpoint": seaweed.endpoint, "region": seaweed.region, "path-style-access": True,
-                "flavor": "s3-compat", "sts-enabled": True, "sts-role-arn": seaweed_role_arn(ROLE),
+                "flavor": "s3-compat", "sts-enabled": True, "sts-role-arn": seaweed_role_arn(STS_ROLE),
             },
             "storage-credential": {"type": "s3", "credential-type": "access-key",
                                    "aws-access-key-id": seaweed.access_key,
@@ -355,19 +332,6 @@ def test_views_follow_the_same_rules(world: World) -> None:
     alice.drop_view("sales.weekly")
     alice.drop_view("sales.daily")
     assert not [k for k in world.tuples.keys if "lakekeeper_view:" in k[0] + k[2]]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    import shutil
-
-    if shutil.which("java") is None:
-        pytest.skip("java (17) is not installed")
-    from lakekeeper_host.engines.spark import shared_session
-
-    session = shared_session()
-    yield session
-    session.stop()
 
 
 @pytest.mark.spark

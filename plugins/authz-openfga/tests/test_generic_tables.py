@@ -35,12 +35,6 @@ except ValueError:
 PERMS = "/management/v1/permissions"
 
 
-@pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("fga-generic", audience="lakekeeper") as issuer:
-        yield issuer
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def world(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[dict]:
     """alice's file warehouse with namespace ``ai`` and the generic table ``ai.frames``."""

@@ -27,12 +27,6 @@ from lakekeeper_testing.server import CatalogServer
 from lakekeeper_testing.services import postgres_for_tests
 
 
-@pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("lifecycle", audience="lakekeeper") as issuer:
-        yield issuer
-
-
 class World:
     def __init__(self, server: CatalogServer, double: OpenFgaDouble, store_name: str, alice: Caller, bob: Caller,
                  warehouse_id: str) -> None:

@@ -32,12 +32,6 @@ DAVE_TABLES = ["t00", "t03", "t04", "t06", "t07", "t11", "t12", "t13"]  # more t
 NAMESPACES = ["many", "n0", "n1", "n2", "n3"]
 
 
-@pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("listing", audience="lakekeeper") as issuer:
-        yield issuer
-
-
 class Listing:
     """The server, its callers and the catalog alice built: namespaces, tables in ``many``."""
 

@@ -6,19 +6,12 @@ alice bootstraps and owns, bob starts with nothing, root is an instance admin (s
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from permissions_setup import PERMS, Caller, build_catalog, openfga_oidc_server
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.openfga_double import OpenFgaDouble
-
-
-@pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("perms", audience="lakekeeper") as issuer:
-        yield issuer
 
 
 @pytest.fixture(scope="module")

@@ -33,12 +33,6 @@ VIEW_VERSION = {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {
                 "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}]}
 
 
-@pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("security", audience="lakekeeper") as issuer:
-        yield issuer
-
-
 class Setup:
     def __init__(self, server, idp: OidcIssuer, double: OpenFgaDouble, store_name: str) -> None:
         self.server, self.double, self.store_name = server, double, store_name

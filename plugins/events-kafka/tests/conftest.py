@@ -1,8 +1,9 @@
 """Tansu, a Kafka-protocol broker, on free ports.
 
-``kafka_broker`` keeps messages in memory. Tests that restart a broker use ``kafka_factory``,
-whose brokers store their log in a SeaweedFS bucket so messages (and topics) survive the
-restart -- Tansu's memory store forgets topics on restart while still accepting writes to them.
+``kafka_broker`` (the run's, from ``lakekeeper_testing``) keeps messages in memory. Tests that
+restart a broker use ``kafka_factory``, whose brokers store their log in a SeaweedFS bucket so
+messages (and topics) survive the restart -- Tansu's memory store forgets topics on restart while
+still accepting writes to them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from lakekeeper_testing.services import KafkaBroker, SeaweedS3, service_or_skip
+from lakekeeper_testing.services import KafkaBroker, SeaweedS3, service_or_skip, serving
 
 BUCKET = "tansu"
 
@@ -43,21 +44,9 @@ class PersistentKafkaBroker(KafkaBroker):
 
 
 @pytest.fixture(scope="module")
-def kafka_broker() -> Iterator[KafkaBroker]:
-    broker = service_or_skip(KafkaBroker())
-    try:
-        yield broker
-    finally:
-        broker.close()
-
-
-@pytest.fixture(scope="module")
 def seaweed() -> Iterator[SeaweedS3]:
-    server = service_or_skip(SeaweedS3(buckets=[BUCKET]))
-    try:
+    with serving(SeaweedS3(buckets=[BUCKET])) as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture

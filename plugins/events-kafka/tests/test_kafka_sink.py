@@ -7,11 +7,11 @@ import json
 import uuid
 
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from lakekeeper_events_kafka import KafkaConfig, build_kafka_sink
 from lakekeeper_host.service.events import CloudEvent, EventDispatcher
+from lakekeeper_testing.services import read_kafka_topic
 
 
 def make_event(n: int = 0, tabular_id: str = "t-1", data=None) -> CloudEvent:
@@ -38,22 +38,7 @@ def config(servers: str, topic: str, **extra: str) -> KafkaConfig:
 
 async def consume(servers: str, topic: str, count: int, timeout: float = 30, until=None) -> list:
     """Messages of ``topic`` from the beginning, in partition order: ``count`` of them, or until ``until(messages)``."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=servers)
-    await consumer.start()
-    messages = []
-    try:
-        async with asyncio.timeout(timeout):
-            partitions = None
-            while not partitions:
-                partitions = (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)
-            assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
-            consumer.assign(assigned)
-            await consumer.seek_to_beginning(*assigned)
-            while not (until(messages) if until else len(messages) >= count):
-                messages.append(await consumer.getone())
-    finally:
-        await consumer.stop()
-    return messages
+    return await read_kafka_topic(servers, topic, until or (lambda messages: len(messages) >= count), timeout)
 
 
 async def test_binary_content_mode_keyed_by_tabular_id(kafka_broker):

@@ -1,4 +1,5 @@
-"""A real ``nats-server`` (JetStream enabled, store in a temp dir) per test module."""
+"""NATS servers for the plugin's tests: the run's ``nats_server`` comes from ``lakekeeper_testing``,
+``nats_factory`` starts extra ones (auth, restarts) for one test."""
 
 from __future__ import annotations
 
@@ -24,19 +25,6 @@ class AuthNatsServer(NatsServer):
 
     def _command(self) -> list[str]:
         return [*super()._command(), *self.extra_args]
-
-
-def start_nats(**kwargs) -> NatsServer:
-    return service_or_skip(AuthNatsServer(**kwargs) if kwargs else NatsServer())
-
-
-@pytest.fixture(scope="module")
-def nats_server() -> Iterator[NatsServer]:
-    server = start_nats()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Real OpenBao (``bao server -dev``) for the KV2 store, SeaweedFS for warehouse credentials."""
+"""Real OpenBao (``bao server -dev``) for the KV2 store; the run's ``openbao`` and ``seaweed_two_users``
+(warehouse credentials) come from ``lakekeeper_testing``."""
 
 from __future__ import annotations
 
@@ -9,14 +10,9 @@ import pytest
 
 from lakekeeper_host.config.types import Secret
 from lakekeeper_secrets_vault import Kv2Config, VaultKv2Store
-from lakekeeper_testing.secrets_conformance import SeaweedTwoUsers
-from lakekeeper_testing.services import BaoUserpass, OpenBaoServer, service_or_skip
+from lakekeeper_testing.services import BaoUserpass, OpenBaoServer, serving
 
 MOUNT = "lakekeeper-kv"
-
-
-def start_bao() -> OpenBaoServer:
-    return service_or_skip(OpenBaoServer())
 
 
 def kv2_config(access: BaoUserpass) -> Kv2Config:
@@ -37,13 +33,9 @@ def kv2_env(access: BaoUserpass) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def bao() -> Iterator[OpenBaoServer]:
-    """One OpenBao for tests that do not restart it."""
-    server = start_bao()
-    try:
-        yield server
-    finally:
-        server.close()
+def bao(openbao) -> OpenBaoServer:
+    """The run's OpenBao (``lakekeeper_testing``), for tests that do not restart it."""
+    return openbao
 
 
 @pytest.fixture(scope="session")
@@ -55,11 +47,8 @@ def bao_access(bao) -> BaoUserpass:
 @pytest.fixture
 def fresh_bao() -> Iterator[OpenBaoServer]:
     """An OpenBao of this test alone (to restart or stop it)."""
-    server = start_bao()
-    try:
+    with serving(OpenBaoServer()) as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture
@@ -67,12 +56,3 @@ async def kv2_store(bao_access):
     store = await VaultKv2Store(kv2_config(bao_access), server_id=str(uuid.uuid4())).start()
     yield store
     await store.close()
-
-
-@pytest.fixture(scope="session")
-def seaweed() -> Iterator[SeaweedTwoUsers]:
-    server = service_or_skip(SeaweedTwoUsers(buckets=["lakekeeper"]))
-    try:
-        yield server
-    finally:
-        server.close()

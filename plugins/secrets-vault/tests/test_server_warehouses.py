@@ -63,14 +63,14 @@ class TestKv2Warehouses(WarehouseSecretsConformance):
         return VaultProbe(bao, bao_access, kv2_server)
 
 
-async def test_the_database_holds_no_secrets_and_health_reports_the_store(kv2_server, seaweed):
+async def test_the_database_holds_no_secrets_and_health_reports_the_store(kv2_server, seaweed_two_users):
     async with httpx.AsyncClient(base_url=kv2_server.url, timeout=120) as client:
         created = await client.post(
             "/management/v1/warehouse",
             json={
                 "warehouse-name": "kv2-only-an-id",
-                "storage-profile": seaweed.profile("lakekeeper", "kv2-only-an-id"),
-                "storage-credential": seaweed.credential("first"),
+                "storage-profile": seaweed_two_users.profile("lakekeeper", "kv2-only-an-id"),
+                "storage-credential": seaweed_two_users.credential("first"),
             },
         )
         assert created.status_code == 201, created.text
@@ -81,22 +81,23 @@ async def test_the_database_holds_no_secrets_and_health_reports_the_store(kv2_se
         metrics = (await client.get(f"http://127.0.0.1:{kv2_server.metrics_port}/metrics")).text
     assert health.status_code == 200 and health.json()["checks"]["secret-store"] == "healthy"
     assert 'lakekeeper_cache_requests_total{cache="secrets"' in metrics
-    assert seaweed.secret_key not in metrics and kv2_server.environment()["LAKEKEEPER__KV2__PASSWORD"] not in metrics
+    assert seaweed_two_users.secret_key not in metrics
+    assert kv2_server.environment()["LAKEKEEPER__KV2__PASSWORD"] not in metrics
     async with server_database(kv2_server) as db:
         assert await db.fetch_all("SELECT * FROM secret") == []
         dump = repr(await db.fetch_all("SELECT * FROM warehouse"))
-    assert seaweed.secret_key not in dump
+    assert seaweed_two_users.secret_key not in dump
     assert await warehouse_secret_id(kv2_server, created.json()["warehouse-id"]) in dump
 
 
-async def test_openbao_restarted_mid_test_the_next_request_succeeds(fresh_bao, seaweed):
+async def test_openbao_restarted_mid_test_the_next_request_succeeds(fresh_bao, seaweed_two_users):
     access = fresh_bao.add_userpass_kv(mount="kv")
     server = CatalogServer({**kv2_env(access), "LAKEKEEPER__CACHE__SECRETS__ENABLED": "false"}).start()
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
             body = {
-                "storage-profile": seaweed.profile("lakekeeper", "kv2-restart"),
-                "storage-credential": seaweed.credential("first"),
+                "storage-profile": seaweed_two_users.profile("lakekeeper", "kv2-restart"),
+                "storage-credential": seaweed_two_users.credential("first"),
             }
             before = await client.post("/management/v1/warehouse", json={"warehouse-name": "before", **body})
             assert before.status_code == 201, before.text
@@ -107,7 +108,7 @@ async def test_openbao_restarted_mid_test_the_next_request_succeeds(fresh_bao, s
             assert down.json()["valid"] is False and "SecretStoreUnavailable" in down.text, down.text
             refused = await client.post("/management/v1/warehouse", json={"warehouse-name": "during", **body})
             assert refused.status_code == 503 and refused.json()["error"]["type"] == "SecretStoreUnavailable"
-            assert all(seaweed.secret_key not in r.text for r in (down, refused))
+            assert all(seaweed_two_users.secret_key not in r.text for r in (down, refused))
             assert (await client.get("/health")).status_code == 503
             fresh_bao.start()  # the plugin's token is gone now
 
@@ -118,6 +119,6 @@ async def test_openbao_restarted_mid_test_the_next_request_succeeds(fresh_bao, s
             assert (await client.get("/health")).status_code == 200
         log = server.log_path.read_text(errors="replace")
         assert "logging in again" in log
-        assert seaweed.secret_key not in log and access.password not in log
+        assert seaweed_two_users.secret_key not in log and access.password not in log
     finally:
         server.close()

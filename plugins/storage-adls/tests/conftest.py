@@ -16,29 +16,20 @@ from typing import Any
 
 import pytest
 
-from lakekeeper_testing.services import Azurite, free_port, service_or_skip, unsigned_storage_jwt
+from lakekeeper_testing.services import Azurite, free_port, serving, unsigned_storage_jwt
 
 FILESYSTEM = "lakekeeper"
 
 
-@pytest.fixture(scope="session")
-def azurite() -> Iterator[Azurite]:
-    """Azurite over plain HTTP: account-key SAS."""
-    server = service_or_skip(Azurite(containers=[FILESYSTEM, "other-fs"]))
-    try:
-        yield server
-    finally:
-        server.close()
+# ``azurite`` (plain HTTP, account-key SAS; the containers lakekeeper and other-fs) is the run's, from
+# ``lakekeeper_testing``
 
 
 @pytest.fixture(scope="session")
 def azurite_oauth() -> Iterator[Azurite]:
     """Azurite over HTTPS with ``--oauth basic``: bearer tokens and user-delegation keys work."""
-    server = service_or_skip(Azurite(https=True, containers=[FILESYSTEM, "other-fs"]))
-    try:
+    with serving(Azurite(https=True, containers=[FILESYSTEM, "other-fs"])) as server:
         yield server
-    finally:
-        server.close()
 
 
 class ManagedIdentityEndpoint:

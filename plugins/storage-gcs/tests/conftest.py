@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import FakeGcsServer, service_or_skip
+from lakekeeper_testing.services import FakeGcsServer, serving
 
 from .recording_proxy import RecordingProxy
 from .sts_double import StsDouble
@@ -37,12 +37,9 @@ def gcs_proxy() -> Iterator[RecordingProxy]:
 @pytest.fixture(scope="session")
 def fake_gcs(gcs_proxy: RecordingProxy) -> Iterator[FakeGcsServer]:
     # upload-session and media links point at the proxy, so those requests are recorded too
-    server = service_or_skip(FakeGcsServer(buckets=[BUCKET], external_url=gcs_proxy.url))
-    gcs_proxy.start(server.endpoint)
-    try:
+    with serving(FakeGcsServer(buckets=[BUCKET], external_url=gcs_proxy.url)) as server:
+        gcs_proxy.start(server.endpoint)
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture(scope="session")

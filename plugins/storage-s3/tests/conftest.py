@@ -8,41 +8,24 @@ plugin attaches can narrow vended credentials, exactly as on AWS.
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
+from lakekeeper_testing.pytest_plugin import STS_ROLE
 from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import (
-    SeaweedS3,
-    postgres_for_tests,
-    seaweed_iam_config,
-    seaweed_role_arn,
-    service_or_skip,
-)
+from lakekeeper_testing.services import SeaweedS3, seaweed_role_arn
 
 BUCKET = "lakekeeper"
-ROLE = "vended"
-# a role whose own policy is too wide: only the session policy keeps vended credentials in their table
-ROLE_POLICY = {
-    "Statement": [
-        {"Effect": "Allow", "Action": ["s3:*"], "Resource": [f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"]}
-    ]
-}
-BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture(scope="session")
-def seaweed() -> Iterator[SeaweedS3]:
-    server = service_or_skip(SeaweedS3(iam_config=seaweed_iam_config({ROLE: ROLE_POLICY}), buckets=[BUCKET]))
-    try:
-        yield server
-    finally:
-        server.close()
+def seaweed(seaweed_sts: SeaweedS3) -> SeaweedS3:
+    """The run's SeaweedFS with STS (``lakekeeper_testing``): its role ``vended`` may do anything in the
+    bucket, a role too wide on purpose: only the session policy keeps vended credentials in their table."""
+    return seaweed_sts
 
 
 @pytest.fixture
@@ -61,7 +44,7 @@ def _s3_profile(seaweed: SeaweedS3, key_prefix: str, **overrides: Any) -> dict[s
         "path-style-access": True,
         "flavor": "s3-compat",
         "sts-enabled": True,
-        "sts-role-arn": seaweed_role_arn(ROLE),
+        "sts-role-arn": seaweed_role_arn(STS_ROLE),
     }
     profile.update(overrides)
     return profile
@@ -81,48 +64,6 @@ def s3_credential(seaweed: SeaweedS3) -> dict[str, Any]:
         "aws-access-key-id": seaweed.access_key,
         "aws-secret-access-key": seaweed.secret_key,
     }
-
-
-@pytest.fixture(scope="session", params=BACKENDS)
-def s3_server(request, seaweed) -> Iterator[CatalogServer]:
-    """A catalog server with this plugin installed, on SQLite and on PostgreSQL."""
-    backend = request.param
-    if backend == "postgres" and os.environ.get("LAKEKEEPER_TEST_SKIP_POSTGRES") == "1":
-        pytest.skip("LAKEKEEPER_TEST_SKIP_POSTGRES=1")
-    with postgres_for_tests() if backend == "postgres" else _nothing() as pg_url:
-        env = {}
-        if pg_url:
-            env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url, "LAKEKEEPER__PG_DATABASE_URL_READ": pg_url}
-        server = CatalogServer(env).start()
-        server.backend = backend
-        try:
-            if backend == "postgres":
-                httpx.post(server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
-            yield server
-        finally:
-            server.close()
-
-
-@pytest.fixture(scope="session")
-def spark():
-    """The run's one SparkSession (Iceberg + s3a jars); the same JVM as the host tests' ``spark``."""
-    import shutil
-
-    if shutil.which("java") is None:
-        pytest.skip("java (17) is not installed: apt-get install openjdk-17-jre-headless")
-    from lakekeeper_host.engines.spark import shared_session
-
-    session = shared_session()
-    yield session
-    session.stop()
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return None
 
 
 def create_warehouse(server: CatalogServer, profile: dict, credential: dict | None, **extra: Any) -> httpx.Response:

@@ -18,12 +18,12 @@ ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "
 
 
 @pytest.fixture
-def s3_warehouse(s3_server, s3_profile, s3_credential, make_warehouse):
+def s3_warehouse(lakekeeper_server, s3_profile, s3_credential, make_warehouse):
     """``s3_warehouse(**profile_overrides)`` -> (name, id, key prefix) of a fresh S3 warehouse."""
 
     def make(**overrides):
         profile = s3_profile(**overrides)
-        response = make_warehouse(s3_server, profile, s3_credential)
+        response = make_warehouse(lakekeeper_server, profile, s3_credential)
         assert response.status_code == 201, response.text
         body = response.json()
         return body["name"], body["warehouse-id"], body["storage-profile"]["key-prefix"]
@@ -60,9 +60,9 @@ def create_and_fill(catalog, name: str):
     return namespace, table
 
 
-def test_pyiceberg_with_vended_credentials(s3_server, seaweed, s3_warehouse):
+def test_pyiceberg_with_vended_credentials(lakekeeper_server, seaweed, s3_warehouse):
     name, _, _ = s3_warehouse()
-    catalog = rest_catalog(s3_server, name, "vended-credentials")
+    catalog = rest_catalog(lakekeeper_server, name, "vended-credentials")
     namespace, table = create_and_fill(catalog, "events")
     _, sibling = create_and_fill(catalog, "other")
 
@@ -90,11 +90,13 @@ def test_pyiceberg_with_vended_credentials(s3_server, seaweed, s3_warehouse):
     assert error_code(vended.list_objects_v2, Bucket=BUCKET, Prefix=own.rsplit("/", 1)[0] + "/") == "AccessDenied"
 
 
-def test_load_table_hands_out_storage_credentials_and_a_working_refresh_endpoint(s3_server, seaweed, s3_warehouse):
+def test_load_table_hands_out_storage_credentials_and_a_working_refresh_endpoint(
+    lakekeeper_server, seaweed, s3_warehouse
+):
     name, warehouse_id, _ = s3_warehouse()
-    namespace, table = create_and_fill(rest_catalog(s3_server, name, "vended-credentials"), "refreshed")
+    namespace, table = create_and_fill(rest_catalog(lakekeeper_server, name, "vended-credentials"), "refreshed")
     delegation = {"X-Iceberg-Access-Delegation": "vended-credentials"}
-    url = f"{s3_server.url}/catalog/v1/{warehouse_id}/namespaces/{namespace}/tables/refreshed"
+    url = f"{lakekeeper_server.url}/catalog/v1/{warehouse_id}/namespaces/{namespace}/tables/refreshed"
     loaded = httpx.get(url, headers=delegation, timeout=30)
     assert loaded.status_code == 200, loaded.text
     body = loaded.json()
@@ -116,9 +118,9 @@ def test_load_table_hands_out_storage_credentials_and_a_working_refresh_endpoint
     assert vended.get_object(Bucket=BUCKET, Key=key_of(table.metadata_location))["Body"].read()
 
 
-def test_pyiceberg_with_remote_signing(s3_server, seaweed, s3_warehouse):
+def test_pyiceberg_with_remote_signing(lakekeeper_server, seaweed, s3_warehouse):
     name, warehouse_id, prefix = s3_warehouse(**{"sts-enabled": False})
-    catalog = rest_catalog(s3_server, name, "remote-signing")
+    catalog = rest_catalog(lakekeeper_server, name, "remote-signing")
     namespace, table = create_and_fill(catalog, "signed")
     loaded = catalog.load_table(f"{namespace}.signed")
     assert loaded.io.properties["s3.signer"] == "S3V4RestSigner"
@@ -140,13 +142,13 @@ def test_pyiceberg_with_remote_signing(s3_server, seaweed, s3_warehouse):
     assert httpx.post(endpoint, json=inside, timeout=30).status_code == 200
 
 
-def test_stc_cache_hits_show_in_metrics(s3_server, s3_warehouse):
+def test_stc_cache_hits_show_in_metrics(lakekeeper_server, s3_warehouse):
     name, _, _ = s3_warehouse()
-    catalog = rest_catalog(s3_server, name, "vended-credentials")
+    catalog = rest_catalog(lakekeeper_server, name, "vended-credentials")
     namespace, _ = create_and_fill(catalog, "cached")
 
     def counter(result: str) -> float:
-        text = httpx.get(f"http://127.0.0.1:{s3_server.metrics_port}/metrics", timeout=10).text
+        text = httpx.get(f"http://127.0.0.1:{lakekeeper_server.metrics_port}/metrics", timeout=10).text
         for line in text.splitlines():
             if (
                 line.startswith("lakekeeper_cache_requests_total")
@@ -164,9 +166,9 @@ def test_stc_cache_hits_show_in_metrics(s3_server, s3_warehouse):
     assert counter("miss") >= 1
 
 
-def test_drop_with_purge_removes_the_objects(s3_server, seaweed, s3_warehouse):
+def test_drop_with_purge_removes_the_objects(lakekeeper_server, seaweed, s3_warehouse):
     name, _, _ = s3_warehouse()
-    catalog = rest_catalog(s3_server, name, "vended-credentials")
+    catalog = rest_catalog(lakekeeper_server, name, "vended-credentials")
     namespace, table = create_and_fill(catalog, "doomed")
     prefix = key_of(table.location()) + "/"
     admin = seaweed.client()
@@ -179,15 +181,15 @@ def test_drop_with_purge_removes_the_objects(s3_server, seaweed, s3_warehouse):
 
 
 @pytest.mark.duckdb
-def test_duckdb_reads_through_vended_credentials(s3_server, s3_warehouse):
+def test_duckdb_reads_through_vended_credentials(lakekeeper_server, s3_warehouse):
     from lakekeeper_host.engines.duckdb_util import attach_catalog, connect_duckdb
 
     name, _, _ = s3_warehouse()
-    catalog = rest_catalog(s3_server, name, "vended-credentials")
+    catalog = rest_catalog(lakekeeper_server, name, "vended-credentials")
     namespace, _ = create_and_fill(catalog, "for_duck")
     con = connect_duckdb()
     try:
-        attach_catalog(con, "lk", s3_server.catalog_url, name)
+        attach_catalog(con, "lk", lakekeeper_server.catalog_url, name)
         rows = con.execute(f"SELECT id, name FROM lk.{namespace}.for_duck ORDER BY id").fetchall()
     finally:
         con.close()
@@ -196,7 +198,7 @@ def test_duckdb_reads_through_vended_credentials(s3_server, s3_warehouse):
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_writes_and_reads_an_s3a_table_through_the_catalog(s3_server, seaweed, s3_warehouse, spark):
+def test_spark_writes_and_reads_an_s3a_table_through_the_catalog(lakekeeper_server, seaweed, s3_warehouse, spark):
     """Spark's Iceberg REST client on our catalog; its data files go to SeaweedFS through Hadoop's
     s3a (HadoopFileIO: Iceberg's S3FileIO needs the AWS SDK v2, which cannot be installed here)."""
     from lakekeeper_host.engines.spark import add_catalog
@@ -205,7 +207,7 @@ def test_spark_writes_and_reads_an_s3a_table_through_the_catalog(s3_server, seaw
     catalog_name = "s3_" + name.replace("-", "_")
     s3 = {"endpoint": seaweed.endpoint, "access_key": seaweed.access_key, "secret_key": seaweed.secret_key,
           "region": seaweed.region}
-    add_catalog(spark, s3_server.catalog_url, name, catalog_name=catalog_name, s3=s3)
+    add_catalog(spark, lakekeeper_server.catalog_url, name, catalog_name=catalog_name, s3=s3)
     spark.sql(f"CREATE NAMESPACE {catalog_name}.spark_ns")
     spark.sql(f"CREATE TABLE {catalog_name}.spark_ns.events (id bigint, name string) USING iceberg")
     spark.sql(f"INSERT INTO {catalog_name}.spark_ns.events VALUES (1, 'a'), (2, 'b'), (3, 'c')")
@@ -213,7 +215,7 @@ def test_spark_writes_and_reads_an_s3a_table_through_the_catalog(s3_server, seaw
     assert [(r.id, r.name) for r in rows] == [(1, "a"), (2, "b"), (3, "c")]
 
     # the catalog knows the table; its location is in the bucket, where Spark's data files are
-    table = rest_catalog(s3_server, name, "vended-credentials").load_table("spark_ns.events")
+    table = rest_catalog(lakekeeper_server, name, "vended-credentials").load_table("spark_ns.events")
     assert table.location().startswith(f"s3://{BUCKET}/{prefix}/")
     keys = [o["Key"] for o in seaweed.client().list_objects_v2(Bucket=BUCKET, Prefix=key_of(table.location()) + "/")
             .get("Contents", [])]
@@ -222,7 +224,7 @@ def test_spark_writes_and_reads_an_s3a_table_through_the_catalog(s3_server, seaw
     assert table.scan().to_arrow().sort_by("id").equals(ROWS)
 
 
-def test_spark_refuses_an_s3_warehouse_without_s3a_settings(s3_server, s3_warehouse, tmp_path):
+def test_spark_refuses_an_s3_warehouse_without_s3a_settings(lakekeeper_server, s3_warehouse, tmp_path):
     """Spark here has no AWS SDK v2, so Iceberg's default S3FileIO would fail at the first read with a
     NoClassDefFoundError: the session helpers say what to pass instead, before any JVM starts. A file
     warehouse on the same server, or an S3 one with s3a settings, is not refused."""
@@ -230,17 +232,17 @@ def test_spark_refuses_an_s3_warehouse_without_s3a_settings(s3_server, s3_wareho
 
     name, _, _ = s3_warehouse(**{"sts-enabled": False})
     with pytest.raises(spark_setup.S3WarehouseNeedsS3a, match=rf"warehouse '{name}' stores its tables on S3.*s3="):
-        spark_setup.build_spark_session(s3_server.catalog_url, name)
+        spark_setup.build_spark_session(lakekeeper_server.catalog_url, name)
     with pytest.raises(spark_setup.S3WarehouseNeedsS3a):
-        spark_setup.add_catalog(None, s3_server.catalog_url, name, catalog_name="s3")  # type: ignore[arg-type]
-    assert spark_setup.warehouse_storage_type(s3_server.catalog_url, name) == "s3"
+        spark_setup.add_catalog(None, lakekeeper_server.catalog_url, name, catalog_name="s3")  # type: ignore[arg-type]
+    assert spark_setup.warehouse_storage_type(lakekeeper_server.catalog_url, name) == "s3"
 
     from lakekeeper_testing.server import create_file_warehouse
 
-    create_file_warehouse(s3_server.url, "local-files", str(tmp_path / "files"))
-    assert spark_setup.warehouse_storage_type(s3_server.catalog_url, "local-files") == "file"
-    spark_setup.refuse_s3_without_s3a(s3_server.catalog_url, "local-files")  # no error
+    create_file_warehouse(lakekeeper_server.url, "local-files", str(tmp_path / "files"))
+    assert spark_setup.warehouse_storage_type(lakekeeper_server.catalog_url, "local-files") == "file"
+    spark_setup.refuse_s3_without_s3a(lakekeeper_server.catalog_url, "local-files")  # no error
     # a caller who brings their own FileIO is trusted
     spark_setup.refuse_s3_without_s3a(
-        s3_server.catalog_url, name, extra_conf={"spark.sql.catalog.lakekeeper.io-impl": "org.example.IO"}
+        lakekeeper_server.catalog_url, name, extra_conf={"spark.sql.catalog.lakekeeper.io-impl": "org.example.IO"}
     )

@@ -87,12 +87,12 @@ def stored_objects(seaweed, location: str) -> dict[str, int]:
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("s3_server", ["sqlite"], indirect=True)  # one Spark job; the queue is the same on both
+@pytest.mark.parametrize("lakekeeper_server", ["sqlite"], indirect=True)  # one Spark job; the queue is the same on both
 def test_queue_maintains_an_s3_table_with_its_vended_credentials(
-    s3_server, seaweed, make_warehouse, s3_profile, s3_credential
+    lakekeeper_server, seaweed, make_warehouse, s3_profile, s3_credential
 ):
-    name, warehouse_id = new_warehouse(s3_server, make_warehouse, s3_profile, s3_credential)
-    catalog = s3_catalog(s3_server, name, "vended-credentials")
+    name, warehouse_id = new_warehouse(lakekeeper_server, make_warehouse, s3_profile, s3_credential)
+    catalog = s3_catalog(lakekeeper_server, name, "vended-credentials")
     table = small_files_table(catalog, "ns.events", appends=5, two_file_appends=3)
     table_id = str(table.metadata.table_uuid)
     rows_before = sorted_rows(table)
@@ -102,10 +102,11 @@ def test_queue_maintains_an_s3_table_with_its_vended_credentials(
     bytes_before = sum(stored_objects(seaweed, table.location()).values())
     override = {"rewrite-data-files": {"min-input-files": 2},
                 "expire-snapshots": {"older-than": "PT0S", "retain-last": 2}}  # fmt: skip
-    response = httpx.post(f"{s3_server.url}{MGMT}/warehouse/{warehouse_id}/table/{table_id}/maintenance", json=override)
+    url = f"{lakekeeper_server.url}{MGMT}/warehouse/{warehouse_id}/table/{table_id}/maintenance"
+    response = httpx.post(url, json=override)
     assert response.status_code == 200, response.text
 
-    details = run_until_finished(s3_server, warehouse_id, table_id)
+    details = run_until_finished(lakekeeper_server, warehouse_id, table_id)
 
     assert details["status"] == "SUCCESS", details["message"]
     figures = details["execution-details"]
@@ -131,23 +132,23 @@ def test_queue_maintains_an_s3_table_with_its_vended_credentials(
     assert figures["bytes-reclaimed"] == bytes_before - sum(objects.values())
     assert "Rewrote 8 data files" in details["message"] and "expired" in details["message"]
     # the vended secret and session token appear in neither the task log nor the server log
-    logged = json.dumps(details) + s3_server.log_path.read_text(errors="replace")
+    logged = json.dumps(details) + lakekeeper_server.log_path.read_text(errors="replace")
     for secret in (vended["s3.secret-access-key"], vended["s3.session-token"]):
         assert secret not in logged
 
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("s3_server", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("lakekeeper_server", ["sqlite"], indirect=True)
 def test_direct_run_maintains_two_s3_tables_each_with_its_own_credentials(
-    s3_server, seaweed, make_warehouse, s3_profile, s3_credential
+    lakekeeper_server, seaweed, make_warehouse, s3_profile, s3_credential
 ):
     """``lakekeeper maintain --catalog-uri`` over a whole warehouse, nested namespaces included: each
     table's vended credentials cover that table alone, so each gets its own Spark session (the second
     must not reuse the s3a client of the first, whose credentials SeaweedFS refuses outside the first
     table). Compaction and expiry only: they read, write and delete under each table's credentials."""
-    name, _ = new_warehouse(s3_server, make_warehouse, s3_profile, s3_credential)
-    catalog = s3_catalog(s3_server, name, "vended-credentials")
+    name, _ = new_warehouse(lakekeeper_server, make_warehouse, s3_profile, s3_credential)
+    catalog = s3_catalog(lakekeeper_server, name, "vended-credentials")
     catalog.create_namespace("ns")
     rows = {}
     for identifier in ("ns.first", "ns.deep.second"):
@@ -157,7 +158,7 @@ def test_direct_run_maintains_two_s3_tables_each_with_its_own_credentials(
               "rewrite-manifests": {"enabled": False}, "remove-orphan-files": {"enabled": False}}  # fmt: skip
 
     result = subprocess.run(
-        [sys.executable, "-m", "lakekeeper_host", "maintain", "--catalog-uri", s3_server.catalog_url,
+        [sys.executable, "-m", "lakekeeper_host", "maintain", "--catalog-uri", lakekeeper_server.catalog_url,
          "--warehouse", name, "--policy", json.dumps(policy), "--json"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
@@ -176,17 +177,19 @@ def test_direct_run_maintains_two_s3_tables_each_with_its_own_credentials(
 
 
 def test_s3_table_without_vended_credentials_fails_in_one_line(
-    s3_server, seaweed, make_warehouse, s3_profile, s3_credential
+    lakekeeper_server, seaweed, make_warehouse, s3_profile, s3_credential
 ):
     """STS off: the catalog offers remote signing only, which Spark's s3a cannot use. Every attempt
     fails before Spark starts, with one line that says why, and the table is left as it was."""
-    name, warehouse_id = new_warehouse(s3_server, make_warehouse, s3_profile, s3_credential, **{"sts-enabled": False})
-    catalog = s3_catalog(s3_server, name, "remote-signing")
+    name, warehouse_id = new_warehouse(
+        lakekeeper_server, make_warehouse, s3_profile, s3_credential, **{"sts-enabled": False}
+    )
+    catalog = s3_catalog(lakekeeper_server, name, "remote-signing")
     identifier = f"ns_{uuid.uuid4().hex[:8]}.signed"
     table = small_files_table(catalog, identifier, appends=3, two_file_appends=0)
     table_id = str(table.metadata.table_uuid)
 
-    details = run_until_finished(s3_server, warehouse_id, table_id, timeout=120)
+    details = run_until_finished(lakekeeper_server, warehouse_id, table_id, timeout=120)
 
     assert details["status"] == "FAILED"
     messages = [attempt["message"] for attempt in [details, *details["attempts"]]]

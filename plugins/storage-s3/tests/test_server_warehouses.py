@@ -35,11 +35,11 @@ def curl(*args: str) -> tuple[int, str]:
     return int(status), normalized
 
 
-def test_fluss_seed_static_keys_warehouse(s3_server, seaweed, key_prefix):
+def test_fluss_seed_static_keys_warehouse(lakekeeper_server, seaweed, key_prefix):
     """Seed 003's warehouse `curl` (placeholders filled in): access-key credential with aws-* key names."""
     name = f"my-warehouse-{uuid.uuid4().hex[:8]}"
     status, body = curl(
-        "-X", "POST", f"{s3_server.url}/management/v1/warehouse",
+        "-X", "POST", f"{lakekeeper_server.url}/management/v1/warehouse",
         "-H", "Content-Type: application/json",
         "-d", json.dumps({
             "warehouse-name": name,
@@ -71,16 +71,16 @@ def test_fluss_seed_static_keys_warehouse(s3_server, seaweed, key_prefix):
     # validation cleaned up after itself
     assert seaweed.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{key_prefix}/").get("KeyCount") == 0
     # the Fluss configuration (uri + warehouse name) finds it
-    config = httpx.get(f"{s3_server.url}/catalog/v1/config", params={"warehouse": name}, timeout=30)
+    config = httpx.get(f"{lakekeeper_server.url}/catalog/v1/config", params={"warehouse": name}, timeout=30)
     assert config.status_code == 200 and config.json()["defaults"]["prefix"] == warehouse["warehouse-id"]
 
 
-def test_doris_seed_sequence(s3_server, seaweed, tmp_path):
+def test_doris_seed_sequence(lakekeeper_server, seaweed, tmp_path):
     """Seed 004's `curl` sequence verbatim against SeaweedFS: project, project list, the
     credential-vending and the static-keys warehouse (``--data @file``, ``x-project-id``), the
     warehouse list and the ``demo`` namespace. Only the placeholders differ: bucket, endpoint,
     keys and a role SeaweedFS's STS can assume."""
-    host = s3_server.url
+    host = lakekeeper_server.url
     status, body = curl(
         "-i", "-X", "POST", f"{host}/management/v1/project",
         "-H", "Content-Type: application/json",
@@ -147,8 +147,8 @@ def test_doris_seed_sequence(s3_server, seaweed, tmp_path):
         assert json.loads(body)["namespace"] == ["demo"]
 
 
-def test_wrong_secret_fails_validation(s3_server, seaweed, s3_profile, s3_credential):
-    response = post_warehouse(s3_server, {
+def test_wrong_secret_fails_validation(lakekeeper_server, seaweed, s3_profile, s3_credential):
+    response = post_warehouse(lakekeeper_server, {
         "warehouse-name": "bad-keys",
         "storage-profile": s3_profile(),
         "storage-credential": {**s3_credential, "aws-secret-access-key": "wrong"},
@@ -157,8 +157,8 @@ def test_wrong_secret_fails_validation(s3_server, seaweed, s3_profile, s3_creden
     assert "SignatureDoesNotMatch" in response.json()["error"]["message"]
 
 
-def test_unassumable_role_fails_validation(s3_server, s3_profile, s3_credential):
-    response = post_warehouse(s3_server, {
+def test_unassumable_role_fails_validation(lakekeeper_server, s3_profile, s3_credential):
+    response = post_warehouse(lakekeeper_server, {
         "warehouse-name": "bad-role",
         "storage-profile": s3_profile(**{"sts-role-arn": "arn:aws:iam::role/does-not-exist"}),
         "storage-credential": s3_credential,
@@ -167,8 +167,8 @@ def test_unassumable_role_fails_validation(s3_server, s3_profile, s3_credential)
     assert "vended-credentials-issued" in response.json()["error"]["message"]
 
 
-def test_profile_errors_are_400_naming_the_field(s3_server, s3_profile, s3_credential):
-    response = post_warehouse(s3_server, {
+def test_profile_errors_are_400_naming_the_field(lakekeeper_server, s3_profile, s3_credential):
+    response = post_warehouse(lakekeeper_server, {
         "warehouse-name": "bad-bucket",
         "storage-profile": s3_profile(bucket="Not_A_Bucket"),
         "storage-credential": s3_credential,
@@ -177,21 +177,22 @@ def test_profile_errors_are_400_naming_the_field(s3_server, s3_profile, s3_crede
     assert "storage-profile.bucket" in response.json()["error"]["message"]
 
 
-def test_overlapping_s3_warehouses_are_refused(s3_server, s3_profile, s3_credential):
+def test_overlapping_s3_warehouses_are_refused(lakekeeper_server, s3_profile, s3_credential):
     first = post_warehouse(
-        s3_server, {"warehouse-name": "outer", "storage-profile": s3_profile(), "storage-credential": s3_credential}
+        lakekeeper_server,
+        {"warehouse-name": "outer", "storage-profile": s3_profile(), "storage-credential": s3_credential},
     )
     assert first.status_code == 201, first.text
     inner = s3_profile(**{"key-prefix": s3_profile()["key-prefix"] + "/inner"})
     second = post_warehouse(
-        s3_server, {"warehouse-name": "inner", "storage-profile": inner, "storage-credential": s3_credential}
+        lakekeeper_server, {"warehouse-name": "inner", "storage-profile": inner, "storage-credential": s3_credential}
     )
     assert second.status_code in (400, 409), second.text
     assert "overlap" in second.json()["error"]["message"].lower()
 
 
-def test_system_identity_is_refused_unless_enabled(s3_server, s3_profile):
-    response = post_warehouse(s3_server, {
+def test_system_identity_is_refused_unless_enabled(lakekeeper_server, s3_profile):
+    response = post_warehouse(lakekeeper_server, {
         "warehouse-name": "system",
         "storage-profile": s3_profile(**{"sts-enabled": False}),
         "storage-credential": {"type": "s3", "credential-type": "aws-system-identity"},

@@ -6,8 +6,6 @@ PyIceberg end-to-end tests (test_pyiceberg.py) drive the same routes through a r
 
 from __future__ import annotations
 
-import contextlib
-import os
 import urllib.parse
 
 import httpx
@@ -21,7 +19,7 @@ from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.registry import BackendSpec
 from lakekeeper_host.service.authz import AuthorizerBase
 from lakekeeper_host.store.db import now_ms
-from lakekeeper_testing.services import postgres_for_tests
+from lakekeeper_testing.services import backend_database
 
 pytestmark = pytest.mark.s3
 
@@ -46,17 +44,6 @@ class NoWritePlugin:
         return [BackendSpec(name="no-write", factory=build)]
 
 
-@contextlib.contextmanager
-def database(backend: str):
-    if backend == "postgres":
-        if os.environ.get("LAKEKEEPER_TEST_SKIP_POSTGRES") == "1":
-            pytest.skip("LAKEKEEPER_TEST_SKIP_POSTGRES=1")
-        with postgres_for_tests() as url:
-            yield {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url}
-    else:
-        yield {}
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 async def app_client(request, tmp_path):
     clients = []
@@ -77,13 +64,10 @@ async def app_client(request, tmp_path):
         clients.append(context)
         client = test_app.test_client()
         client.state = app.extensions["lakekeeper"]
-        if db_env:
-            await client.post("/management/v1/bootstrap", json={"accept-terms-of-use": True})
-        else:
-            await client.post("/management/v1/bootstrap", json={"accept-terms-of-use": True})
+        await client.post("/management/v1/bootstrap", json={"accept-terms-of-use": True})
         return client
 
-    with database(request.param) as db_env:
+    with backend_database(request.param) as db_env:
         yield start
         for context in clients:
             await context.__aexit__(None, None, None)

@@ -36,16 +36,16 @@ def snapshot(snapshot_id: int, manifest_list: str) -> dict:
 
 
 @pytest.fixture
-def scene(s3_server, s3_profile, s3_credential, make_warehouse, seaweed, key_prefix):
-    response = make_warehouse(s3_server, s3_profile(), s3_credential)
+def scene(lakekeeper_server, s3_profile, s3_credential, make_warehouse, seaweed, key_prefix):
+    response = make_warehouse(lakekeeper_server, s3_profile(), s3_credential)
     assert response.status_code == 201, response.text
     warehouse = response.json()
-    http = httpx.Client(base_url=f"{s3_server.url}/catalog/v1/{warehouse['warehouse-id']}", timeout=60)
+    http = httpx.Client(base_url=f"{lakekeeper_server.url}/catalog/v1/{warehouse['warehouse-id']}", timeout=60)
     for namespace in ("alice", "bob"):
         assert http.post("/namespaces", json={"namespace": [namespace]}).status_code == 200
     from pyiceberg.catalog.rest import RestCatalog
 
-    catalog = RestCatalog("s3-confinement", uri=s3_server.catalog_url, warehouse=warehouse["name"],
+    catalog = RestCatalog("s3-confinement", uri=lakekeeper_server.catalog_url, warehouse=warehouse["name"],
                           **{"header.X-Iceberg-Access-Delegation": "vended-credentials"})  # fmt: skip
     alice = catalog.create_table("alice.t", pa.schema([("secret", pa.string())]))
     alice.append(pa.table({"secret": ["alice-row"]}))

@@ -30,7 +30,7 @@ from typing import Any
 from joserfc import jws
 from joserfc.jwk import RSAKey
 
-from lakekeeper_testing.server import free_port
+from lakekeeper_testing.services import free_port
 
 
 def _b64(data: bytes) -> str:

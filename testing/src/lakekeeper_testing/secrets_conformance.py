@@ -250,8 +250,9 @@ class WarehouseSecretsConformance:
     """Warehouse create / read / update-credential / delete with the secret in the store under test.
 
     Subclasses provide the fixtures ``secrets_server`` (a running ``CatalogServer`` with the
-    backend and the ``s3`` storage plugin), ``seaweed`` (a started ``SeaweedTwoUsers`` with
-    ``bucket``) and ``secret_probe`` (a ``SecretProbe`` for that server).
+    backend and the ``s3`` storage plugin) and ``secret_probe`` (a ``SecretProbe`` for that server);
+    ``seaweed_two_users`` (a started ``SeaweedTwoUsers`` with ``bucket``) comes from this package's
+    pytest plugin.
     """
 
     bucket = "lakekeeper"
@@ -261,25 +262,25 @@ class WarehouseSecretsConformance:
         async with httpx.AsyncClient(base_url=secrets_server.url, timeout=120) as client:
             yield client
 
-    async def _create(self, client, seaweed, credential, name=None) -> httpx.Response:
+    async def _create(self, client, seaweed_two_users, credential, name=None) -> httpx.Response:
         return await client.post(
             "/management/v1/warehouse",
             json={
                 "warehouse-name": name or f"wh-{uuid.uuid4().hex[:10]}",
-                "storage-profile": seaweed.profile(self.bucket, f"t-{uuid.uuid4().hex[:12]}"),
+                "storage-profile": seaweed_two_users.profile(self.bucket, f"t-{uuid.uuid4().hex[:12]}"),
                 "storage-credential": credential,
             },
         )
 
     async def test_warehouse_life_cycle_keeps_the_secret_in_the_store(
-        self, secrets_server, seaweed, secret_probe, client
+        self, secrets_server, seaweed_two_users, secret_probe, client
     ):
-        first, second = seaweed.credential("first"), seaweed.credential("second")
+        first, second = seaweed_two_users.credential("first"), seaweed_two_users.credential("second")
         responses: list[httpx.Response] = []
         before = await secret_probe.secret_ids()
 
         # create: the credential goes to the store, the warehouse keeps its id
-        created = await self._create(client, seaweed, first)
+        created = await self._create(client, seaweed_two_users, first)
         responses.append(created)
         assert created.status_code == 201, created.text
         warehouse_id = created.json()["warehouse-id"]
@@ -336,18 +337,18 @@ class WarehouseSecretsConformance:
         ]
         assert not leaked, "a secret value appeared in a response or the server log"
 
-    async def test_a_refused_or_duplicate_creation_leaves_no_secret(self, seaweed, secret_probe, client):
+    async def test_a_refused_or_duplicate_creation_leaves_no_secret(self, seaweed_two_users, secret_probe, client):
         before = await secret_probe.secret_ids()
-        wrong = {**seaweed.credential("first"), "aws-secret-access-key": "not-the-key"}
-        refused = await self._create(client, seaweed, wrong)
+        wrong = {**seaweed_two_users.credential("first"), "aws-secret-access-key": "not-the-key"}
+        refused = await self._create(client, seaweed_two_users, wrong)
         assert 400 <= refused.status_code < 500, refused.text
         assert "not-the-key" not in refused.text
 
         name = f"wh-{uuid.uuid4().hex[:10]}"
-        created = await self._create(client, seaweed, seaweed.credential("first"), name=name)
+        created = await self._create(client, seaweed_two_users, seaweed_two_users.credential("first"), name=name)
         assert created.status_code == 201, created.text
         after_first = await secret_probe.secret_ids()
-        duplicate = await self._create(client, seaweed, seaweed.credential("second"), name=name)
+        duplicate = await self._create(client, seaweed_two_users, seaweed_two_users.credential("second"), name=name)
         assert duplicate.status_code == 409, duplicate.text
         assert await secret_probe.secret_ids() == after_first
         assert len(after_first - before) == 1

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -15,16 +13,12 @@ from pathlib import Path
 
 import httpx
 
+from lakekeeper_testing.services import free_port, stop_process_group
+
 # Settings for a long-lived test server none of whose tests waits for a task: its pollers look every
 # 5 s instead of every 200 ms. Idle, a server polling every 200 ms uses ~8 % of a core (measured);
 # a session-scoped one does so for the rest of the run.
 IDLE_POLLING = {"LAKEKEEPER__TASK_POLL_INTERVAL": "5s"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class CatalogServer:
@@ -126,13 +120,7 @@ class CatalogServer:
             return ""
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(5)
+        stop_process_group(self.process)
         self.process = None
 
     def close(self) -> None:
@@ -147,13 +135,15 @@ class CatalogServer:
         self.close()
 
 
-def start_server(env: dict[str, str] | None = None, *, pg_url: str | None = None) -> CatalogServer:
+def start_server(
+    env: dict[str, str] | None = None, *, pg_url: str | None = None, timeout: float = 30, **kwargs
+) -> CatalogServer:
     """A started server with ``env``: embedded (SQLite), or on the PostgreSQL database ``pg_url``
-    and bootstrapped there (the embedded default bootstraps itself)."""
+    and bootstrapped there (the embedded default bootstraps itself). ``kwargs`` go to ``CatalogServer``."""
     env = dict(env or {})
     if pg_url:
         env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url, "LAKEKEEPER__PG_DATABASE_URL_READ": pg_url}
-    server = CatalogServer(env).start()
+    server = CatalogServer(env, **kwargs).start(timeout)
     if pg_url:
         httpx.post(server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
     return server

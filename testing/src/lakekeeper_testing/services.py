@@ -44,6 +44,7 @@ import attrs
 
 LOOPBACK = "127.0.0.1"
 PG_URL_ENV = "LAKEKEEPER_TEST_PG_URL"
+PG_SKIP_ENV = "LAKEKEEPER_TEST_SKIP_POSTGRES"
 
 
 _Service = TypeVar("_Service", bound="ManagedService")
@@ -68,6 +69,16 @@ def service_or_skip(service: _Service) -> _Service:
         return service.start()
     except BinaryNotFound as exc:
         pytest.skip(str(exc))
+
+
+@contextlib.contextmanager
+def serving(service: _Service) -> Iterator[_Service]:
+    """``service`` started (or the calling test skipped, as ``service_or_skip``), closed on exit."""
+    started = service_or_skip(service)
+    try:
+        yield started
+    finally:
+        started.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,6 +125,31 @@ def wait_for_port(
         if time.monotonic() > deadline:
             raise ServiceError(f"{host}:{port} did not accept connections within {timeout:.0f}s")
         time.sleep(0.05)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 30, interval: float = 0.1, what: str = "condition") -> Any:
+    """Poll until ``predicate()`` is truthy and return its value: a deadline, not a timing assertion."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def stop_process_group(process: subprocess.Popen | None, timeout: float = 10) -> None:
+    """Stop a child started with ``start_new_session=True`` and everything it spawned: SIGTERM to
+    its process group, SIGKILL after ``timeout`` seconds."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def find_binary(name: str, *, package: str | None = None, extra: Sequence[str] = ()) -> Path:
@@ -529,6 +565,26 @@ def postgres_for_tests(prefix: str = "lakekeeper_test") -> Iterator[str]:
         drop_database(shared_url, name)
 
 
+def skip_if_postgres_is_off() -> None:
+    """Skip the calling test in a run without PostgreSQL (``LAKEKEEPER_TEST_SKIP_POSTGRES=1``)."""
+    if os.environ.get(PG_SKIP_ENV) == "1":
+        import pytest  # only tests call this
+
+        pytest.skip(f"{PG_SKIP_ENV}=1")
+
+
+@contextlib.contextmanager
+def backend_database(backend: str) -> Iterator[dict[str, str]]:
+    """The settings that put a catalog on ``backend``: none for the embedded SQLite; for ``postgres``,
+    a fresh database (dropped afterwards; the test is skipped in a run without PostgreSQL)."""
+    if backend != "postgres":
+        yield {}
+        return
+    skip_if_postgres_is_off()
+    with postgres_for_tests() as url:
+        yield {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url}
+
+
 # ---------------------------------------------------------------------------------------------
 # SeaweedFS (S3 with real SigV4, presigned URLs and STS)
 
@@ -857,6 +913,32 @@ class KafkaBroker(ManagedService):
     def _wait_ready(self, deadline: float) -> None:
         # An ApiVersions round trip: the port alone could belong to whoever won a port race.
         self._poll_until(lambda: _kafka_api_versions_ok(self.port), deadline, "Kafka ApiVersions")
+
+
+async def read_kafka_topic(
+    bootstrap_servers: str, topic: str, until: Callable[[list[Any]], bool], timeout: float = 30
+) -> list[Any]:
+    """The records of ``topic`` from its beginning (every partition, in partition order) until
+    ``until(records)``; ``TimeoutError`` after ``timeout`` seconds. Needs ``aiokafka`` (the Kafka
+    plugin's test dependency)."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap_servers)
+    await consumer.start()
+    records: list[Any] = []
+    try:
+        async with asyncio.timeout(timeout):
+            partitions = None
+            while not partitions:  # the topic may not exist yet
+                partitions = (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)
+            assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
+            consumer.assign(assigned)
+            await consumer.seek_to_beginning(*assigned)
+            while not until(records):
+                records.append(await consumer.getone())
+    finally:
+        await consumer.stop()
+    return records
 
 
 def _kafka_api_versions_ok(port: int) -> bool:
