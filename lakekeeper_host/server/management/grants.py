@@ -68,9 +68,17 @@ def _acts_as(meta: RequestMetadata, principal: Principal) -> bool:
 
 
 async def _require_read(
-    state: AppState, meta: RequestMetadata, resource: Resource, principal: Principal | None
+    state: AppState,
+    meta: RequestMetadata,
+    resource: Resource,
+    principal: Principal | None,
+    *,
+    everyone_may_ask_for_themselves: bool = False,
 ) -> None:
-    if principal is not None and _acts_as(meta, principal):
+    """Reading about someone else needs ``read_assignments``; about oneself (named, or for
+    grantable privileges also by naming nobody) only seeing the resource."""
+    oneself = _acts_as(meta, principal) if principal is not None else everyone_may_ask_for_themselves
+    if oneself:
         await require_visible(state, meta, resource)
     else:
         await require(state, meta, "read_assignments", resource)
@@ -151,10 +159,12 @@ async def grantable_privileges(
     """``GET .../grants/grantable-privileges``: every privilege of the resource's level, each
     ``allowed`` when the caller (or the named principal, which needs ``read_assignments``) may grant it."""
     principal = principal_from_query(user, role)
-    await _require_read(state, meta, resource, principal)
+    if principal is not None and _acts_as(meta, principal):
+        principal = None  # asking about oneself
+    await _require_read(state, meta, resource, principal, everyone_may_ask_for_themselves=True)
     privileges = list(state.authorizer.privileges(resource.kind))
     actions = sorted({grant_action(resource.kind, p.name) for p in privileges})
-    if principal is not None and not _acts_as(meta, principal):
+    if principal is not None:
         allowed = set(await state.authorizer.principal_allowed_actions(principal, resource, actions))
     else:
         actor = checking_actor(state, meta)
