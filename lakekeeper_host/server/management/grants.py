@@ -148,8 +148,6 @@ async def apply_grants(state: AppState, meta: RequestMetadata, resource: Resourc
     await require_visible(state, meta, resource)
     if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
         raise forbidden("Grants need a caller")
-    if not writes and not deletes:
-        return
     await state.authorizer.write_assignments(meta.actor, resource, writes, deletes)
 
 

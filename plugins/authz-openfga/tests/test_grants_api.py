@@ -27,9 +27,9 @@ def idp() -> Iterator[OidcIssuer]:
 def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
     server, store_name = openfga_oidc_server(double, idp)
     try:
-        alice, bob, carol = (Caller(server, idp, name) for name in ("alice", "bob", "carol"))
+        alice, bob, carol, root = (Caller(server, idp, name) for name in ("alice", "bob", "carol", "root"))
         catalog = build_catalog(server, double, store_name, alice, str(tmp_path_factory.mktemp("grants-wh")))
-        yield catalog, alice, bob, carol
+        yield catalog, alice, bob, carol, root
     finally:
         server.close()
 
@@ -51,7 +51,7 @@ def _entry(privilege: str, caller: Caller) -> dict:
 
 
 def test_the_vocabulary_names_every_level_with_categories(setup) -> None:
-    _, _, bob, _ = setup
+    _, _, bob, _, _ = setup
     response = bob.get(f"{API}/grants/grantable-privileges")
     assert response.status_code == 200, response.text
     privileges = response.json()["privileges"]
@@ -67,7 +67,7 @@ def test_the_vocabulary_names_every_level_with_categories(setup) -> None:
 
 
 def test_a_grant_gives_access_and_its_revocation_takes_it_away(setup) -> None:
-    catalog, alice, bob, _ = setup
+    catalog, alice, bob, _, _ = setup
     table = _table(catalog)
     assert _load_table(bob, catalog) in (403, 404)
     assert _apply(alice, table, writes=[_entry("select", bob)]).status_code == 204
@@ -85,7 +85,7 @@ def test_a_grant_gives_access_and_its_revocation_takes_it_away(setup) -> None:
 
 
 def test_applying_is_idempotent_and_a_role_can_be_granted(setup) -> None:
-    catalog, alice, bob, _ = setup
+    catalog, alice, bob, _, _ = setup
     namespace = f"{API}/warehouse/{catalog.warehouse_id}/namespace/{catalog.namespace_id}"
     role_entry = {"privilege": "describe", "principal": {"role": catalog.role_id}}
     for _ in range(2):
@@ -102,7 +102,7 @@ def test_applying_is_idempotent_and_a_role_can_be_granted(setup) -> None:
 
 
 def test_bad_requests_are_400_and_change_nothing(setup) -> None:
-    catalog, alice, bob, _ = setup
+    catalog, alice, bob, _, _ = setup
     table = _table(catalog)
     unknown = _apply(alice, table, writes=[_entry("select", bob), _entry("fly", bob)])
     assert unknown.status_code == 400 and unknown.json()["error"]["type"] == "InvalidGrantPrivilege"
@@ -120,7 +120,7 @@ def test_bad_requests_are_400_and_change_nothing(setup) -> None:
 
 
 def test_granting_needs_the_authority_and_hidden_objects_are_404(setup) -> None:
-    catalog, alice, bob, carol = setup
+    catalog, alice, bob, carol, _ = setup
     table = _table(catalog)
     # bob cannot see the table: 404 for every grants route, as for a table that does not exist
     assert _apply(bob, table, writes=[_entry("select", bob)]).status_code == 404
@@ -162,7 +162,7 @@ def test_granting_needs_the_authority_and_hidden_objects_are_404(setup) -> None:
 
 
 def test_server_and_project_grants(setup) -> None:
-    _, alice, bob, _ = setup
+    _, alice, bob, _, _ = setup
     project = alice.get(f"{API}/project/grants")
     assert project.status_code == 200, project.text
     assert bob.get(f"{API}/project/grants").status_code in (403, 404)
@@ -175,8 +175,17 @@ def test_server_and_project_grants(setup) -> None:
 
 
 def test_listing_everything_one_principal_holds_is_501(setup) -> None:
-    _, alice, bob, _ = setup
+    _, alice, bob, _, _ = setup
     response = alice.get(f"{API}/grants", params={"principalUser": bob.user_id})
     assert response.status_code == 501
     assert response.json()["error"]["type"] == "GrantListingNotImplemented"
     assert alice.get(f"{API}/grants").status_code == 400
+
+
+def test_the_instance_admin_reads_grants_but_hands_out_nothing_without_a_grant(setup) -> None:
+    catalog, _, bob, _, root = setup
+    table = _table(catalog)
+    assert root.get(f"{table}/grants").status_code == 200
+    refused = _apply(root, table, writes=[_entry("select", bob)])
+    assert refused.status_code == 403, refused.text
+    assert _load_table(bob, catalog) in (403, 404)
