@@ -89,15 +89,19 @@ def test_applying_is_idempotent_and_a_role_can_be_granted(setup) -> None:
     namespace = f"{API}/warehouse/{catalog.warehouse_id}/namespace/{catalog.namespace_id}"
     role_entry = {"privilege": "describe", "principal": {"role": catalog.role_id}}
     for _ in range(2):
-        assert _apply(alice, namespace, writes=[_entry("describe", bob), _entry("describe", bob), role_entry]
-                      ).status_code == 204
+        assert (
+            _apply(alice, namespace, writes=[_entry("describe", bob), _entry("describe", bob), role_entry]).status_code
+            == 204
+        )
     grants = alice.get(f"{namespace}/grants").json()["grants"]
     assert grants.count(_entry("describe", bob)) == 1 and role_entry in grants
     only_role = alice.get(f"{namespace}/grants", params={"principalRole": catalog.role_id}).json()["grants"]
     assert only_role == [role_entry]
     # revoking what nobody holds is no error
-    assert _apply(alice, namespace, deletes=[_entry("modify", bob), _entry("describe", bob), role_entry]
-                  ).status_code == 204
+    assert (
+        _apply(alice, namespace, deletes=[_entry("modify", bob), _entry("describe", bob), role_entry]).status_code
+        == 204
+    )
     assert alice.get(f"{namespace}/grants", params={"principalUser": bob.user_id}).json()["grants"] == []
 
 
@@ -144,8 +148,9 @@ def test_granting_needs_the_authority_and_hidden_objects_are_404(setup) -> None:
         mine = bob.get(f"{table}/grants/grantable-privileges")
         assert mine.status_code == 200
         assert mine.json()["privileges"] and not any(p["allowed"] for p in mine.json()["privileges"])
-        assert bob.get(f"{table}/grants/grantable-privileges",
-                       params={"principalUser": alice.user_id}).status_code == 403
+        assert (
+            bob.get(f"{table}/grants/grantable-privileges", params={"principalUser": alice.user_id}).status_code == 403
+        )
         owner = alice.get(f"{table}/grants/grantable-privileges").json()["privileges"]
         assert owner and all(p["allowed"] for p in owner)
         for_bob = alice.get(f"{table}/grants/grantable-privileges", params={"principalUser": bob.user_id})
@@ -189,3 +194,25 @@ def test_the_instance_admin_reads_grants_but_hands_out_nothing_without_a_grant(s
     refused = _apply(root, table, writes=[_entry("select", bob)])
     assert refused.status_code == 403, refused.text
     assert _load_table(bob, catalog) in (403, 404)
+
+
+def test_a_role_one_belongs_to_is_oneself_only_when_assumed(setup) -> None:
+    catalog, alice, _, carol, _ = setup
+    table = _table(catalog)
+    role_entry = {"privilege": "select", "principal": {"role": catalog.role_id}}
+    carol.get("/catalog/v1/config", params={"warehouse": catalog.warehouse_id})  # registers carol
+    members = alice.post(
+        f"{API}/role/{catalog.role_id}/members", json={"members": [{"type": "user", "id": carol.user_id}]}
+    )
+    assert members.status_code < 300, members.text
+    assert _apply(alice, table, writes=[role_entry]).status_code == 204
+    try:
+        assert _load_table(carol, catalog) == 200
+        narrowed = {"principalRole": catalog.role_id}
+        assert carol.get(f"{table}/grants", params=narrowed).status_code == 403
+        as_role = carol.get(f"{table}/grants", params=narrowed, headers={"x-assume-role": catalog.role_id})
+        assert as_role.status_code == 200, as_role.text
+        assert as_role.json()["grants"] == [role_entry]
+    finally:
+        _apply(alice, table, deletes=[role_entry])
+        alice.request("DELETE", f"{API}/role/{catalog.role_id}/members/user/{carol.user_id}")
