@@ -144,8 +144,9 @@ async def apply_grants(state: AppState, meta: RequestMetadata, resource: Resourc
     """``POST .../grants``: grant ``writes`` and revoke ``deletes`` in one step. The authorizer checks
     that the caller may grant each privilege (no instance-admin bypass: handing out rights always
     goes through the authorizer)."""
-    writes, deletes = _parse_entries(state, resource.kind, body)
+    # visibility first: a hidden object answers 404 whatever the body, as a missing one does
     await require_visible(state, meta, resource)
+    writes, deletes = _parse_entries(state, resource.kind, body)
     if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
         raise forbidden("Grants need a caller")
     await state.authorizer.write_assignments(meta.actor, resource, writes, deletes)

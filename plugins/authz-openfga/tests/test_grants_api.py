@@ -128,6 +128,7 @@ def test_granting_needs_the_authority_and_hidden_objects_are_404(setup) -> None:
     table = _table(catalog)
     # bob cannot see the table: 404 for every grants route, as for a table that does not exist
     assert _apply(bob, table, writes=[_entry("select", bob)]).status_code == 404
+    assert _apply(bob, table, writes=[_entry("fly", bob)]).status_code == 404  # no oracle in a bad body
     assert bob.get(f"{table}/grants").status_code == 404
     assert bob.get(f"{table}/grants/grantable-privileges").status_code == 404
     missing = f"{API}/warehouse/{catalog.warehouse_id}/table/00000000-0000-4000-8000-000000000000"
