@@ -24,6 +24,7 @@ from lakekeeper_host.api import idempotency as idempotency_api
 from lakekeeper_host.api import reads
 from lakekeeper_host.api.common import json_response, state
 from lakekeeper_host.api.management_actions import ACTION_OBJECTS
+from lakekeeper_host.api.management_grants import GRANT_OBJECTS
 from lakekeeper_host.api.management_permissions import PERMISSION_MANAGED_ACCESS, PERMISSION_OBJECTS
 from lakekeeper_host.api.openapi_schemas import ERROR_SCHEMAS, Schemas, reachable
 from lakekeeper_host.errors import not_found
@@ -182,6 +183,9 @@ QUERY: dict[str, tuple[str, ...]] = {
        for name in PERMISSION_OBJECTS},
     **{f"management_permissions.{name}_assignments": ("relations",) for name in PERMISSION_OBJECTS},
     **{f"management_actions.{name}": ("principalUser", "principalRole") for name in ACTION_OBJECTS},
+    "management_grants.list_principal_grants": ("principalUser", "principalRole"),
+    **{f"management_grants.{name}_{op}": ("principalUser", "principalRole")
+       for name in GRANT_OBJECTS for op in ("grants", "grantable_privileges")},
 }
 # handlers that read X-Iceberg-Access-Delegation (they vend credentials or sign for the table)
 ACCESS_DELEGATION = frozenset({
@@ -206,6 +210,7 @@ SUCCESS: dict[str, tuple[int, ...]] = {
         "management_users.remove_role_member", "management_warehouses.delete_warehouse",
         "management_warehouses.undrop_tabulars",
         *(f"management_permissions.{name}_update_assignments" for name in PERMISSION_OBJECTS),
+        *(f"management_grants.{name}_apply_grants" for name in GRANT_OBJECTS),
     ), (204,)),
     **dict.fromkeys(("management.create_project", "management_users.create_role",
                      "management_warehouses.create_warehouse"), (201,)),
@@ -253,6 +258,7 @@ REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
        for name in PERMISSION_MANAGED_ACCESS},
     "management_permissions.check": "CheckRequest",
     "management_actions.batch_check": "BatchCheckRequest",
+    **{f"management_grants.{name}_apply_grants": "ApplyGrantsRequest" for name in GRANT_OBJECTS},
 }
 # endpoint -> the schema of its answer (Schemas.named): a pyiceberg model, what PyIceberg's
 # RestCatalog parses, or one of the Management API's answers
@@ -347,6 +353,10 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
     "management_permissions.check": "CheckResponse",
     "management_actions.batch_check": "BatchCheckResponse",
     **{f"management_actions.{name}": "AllowedActions" for name in ACTION_OBJECTS},
+    "management_grants.grantable_privileges": "PrivilegeVocabulary",
+    "management_grants.list_principal_grants": "Grants",
+    **{f"management_grants.{name}_grants": "Grants" for name in GRANT_OBJECTS},
+    **{f"management_grants.{name}_grantable_privileges": "GrantablePrivileges" for name in GRANT_OBJECTS},
     **dict.fromkeys(("s3_signer.sign_global", "s3_signer.sign_in_warehouse", "s3_signer.sign_for_table"),
                     "S3SignResponse"),
 }

@@ -406,6 +406,44 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
         "properties": {"writes": {"type": "array", "items": ref("Assignment")},
                        "deletes": {"type": "array", "items": ref("Assignment")}},
     },
+    # the Grants API (the same grants as the assignments above, in Lakekeeper's authorizer-independent shape)
+    "Privilege": {
+        "type": "object", "required": ["name", "display-name", "resource-type"],
+        "properties": {"name": {"type": "string"}, "display-name": {"type": "string"}, "description": _TEXT_OR_NULL,
+                       "category": {**_TEXT_OR_NULL,
+                                    "description": "metadata, read, write, create, security or administration"},
+                       "resource-type": {"enum": ["server", "project", "warehouse", "namespace", "table", "view",
+                                                  "generic-table"]}},
+    },
+    "PrivilegeVocabulary": {
+        "type": "object", "required": ["privileges"],
+        "properties": {"privileges": {"type": "array", "items": ref("Privilege")}},
+    },
+    "GrantablePrivileges": {
+        "type": "object", "required": ["privileges"],
+        "properties": {"privileges": {"type": "array", "items": {"allOf": [
+            ref("Privilege"),
+            {"type": "object", "required": ["allowed"], "properties": {"allowed": {"type": "boolean"}}},
+        ]}}},
+    },
+    "GrantPrincipal": {
+        "type": "object", "description": "Exactly one of user, role",
+        "properties": {"user": {"type": "string"}, "role": {"type": "string", "format": "uuid"}},
+        "oneOf": [{"required": ["user"]}, {"required": ["role"]}],
+    },
+    "Grant": {
+        "type": "object", "required": ["privilege", "principal"],
+        "properties": {"privilege": {"type": "string"}, "principal": ref("GrantPrincipal")},
+    },
+    "Grants": {
+        "type": "object", "required": ["grants"],
+        "properties": {"grants": {"type": "array", "items": ref("Grant")}, "next-page-token": _TEXT_OR_NULL},
+    },
+    "ApplyGrantsRequest": {
+        "type": "object", "description": "At most 100 entries, writes and deletes together",
+        "properties": {"writes": {"type": "array", "items": ref("Grant")},
+                       "deletes": {"type": "array", "items": ref("Grant")}},
+    },
     "ManagedAccess": {
         "type": "object", "required": ["managed-access"],
         "properties": {"managed-access": {"type": "boolean"}, "managed-access-inherited": {"type": "boolean"}},

@@ -131,6 +131,23 @@ class Assignment:
 
 
 @frozen
+class PrivilegeDescriptor:
+    """One privilege an authorizer lets the Grants API hand out on a kind of resource: ``name`` (the
+    relation a grant writes), a ``display_name`` and ``description`` for pickers, and a ``category``
+    (``metadata``, ``read``, ``write``, ``create``, ``security`` or ``administration``)."""
+
+    name: str
+    display_name: str
+    description: str | None
+    category: str | None
+
+
+def grant_action(kind: str, privilege: str) -> str:
+    """The action of ``ACTIONS[kind]`` that allows granting (and revoking) ``privilege``."""
+    return "change_ownership" if privilege == "ownership" else f"grant_{privilege}"
+
+
+@frozen
 class CatalogObject:
     """One object as the database has it, below ``parent`` (None: a project, below the server)."""
 
@@ -254,6 +271,11 @@ class Authorizer(Protocol):
         (raise ``CatalogError`` 403/400 otherwise)."""
         ...
 
+    def privileges(self, kind: str) -> Sequence[PrivilegeDescriptor]:
+        """What the Grants API may grant on a ``kind`` (the relations ``write_assignments`` accepts
+        there); empty for an authorizer that keeps no grants."""
+        ...
+
     async def managed_access(self, resource: Resource) -> dict[str, bool]:
         """``{"managed-access": bool}`` (namespaces add ``"managed-access-inherited"``)."""
         ...
@@ -330,6 +352,9 @@ class AuthorizerBase:
         self, actor: Actor, resource: Resource, writes: Sequence[Assignment], deletes: Sequence[Assignment]
     ) -> None:
         raise _no_grants(self.name)
+
+    def privileges(self, kind: str) -> Sequence[PrivilegeDescriptor]:
+        return ()  # nothing to grant without grants of its own
 
     async def managed_access(self, resource: Resource) -> dict[str, bool]:
         raise _no_grants(self.name)

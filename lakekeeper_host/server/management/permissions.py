@@ -82,16 +82,16 @@ async def resolve(
     return Resource("role", object_id)
 
 
-async def _require(state: AppState, meta: RequestMetadata, action: str, resource: Resource) -> None:
+async def require(state: AppState, meta: RequestMetadata, action: str, resource: Resource) -> None:
     """403 when the caller may see the object but not do ``action``; 404 when it may not see it."""
     hidden = missing_object(resource.kind, resource.id) if resource.kind in SEE else None
     await authorize(state, meta, action, resource.kind, resource.id, resource.warehouse_id, hidden=hidden)
 
 
-async def _require_visible(state: AppState, meta: RequestMetadata, resource: Resource) -> None:
+async def require_visible(state: AppState, meta: RequestMetadata, resource: Resource) -> None:
     see = SEE.get(resource.kind)
     if see is not None:
-        await _require(state, meta, see, resource)
+        await require(state, meta, see, resource)
 
 
 # ---------------------------------------------------------------- assignments as JSON
@@ -153,7 +153,7 @@ async def get_access(
     """``GET .../access``: the caller's allowed actions, or (with ``read_assignments`` on the
     object) those of another user or role. An object the caller may do nothing with is a 404."""
     if principal is not None:
-        await _require(state, meta, "read_assignments", resource)
+        await require(state, meta, "read_assignments", resource)
         return await allowed_actions(state, meta, resource, principal)
     actions = await allowed_actions(state, meta, resource)
     if not actions and resource.kind != "server":
@@ -164,7 +164,7 @@ async def get_access(
 async def get_assignments(
     state: AppState, meta: RequestMetadata, resource: Resource, relations: Sequence[str] | None = None
 ) -> list[dict[str, str]]:
-    await _require(state, meta, "read_assignments", resource)
+    await require(state, meta, "read_assignments", resource)
     found = await state.authorizer.read_assignments(resource, list(relations) if relations else None)
     return [assignment_json(a) for a in found]
 
@@ -172,7 +172,7 @@ async def get_assignments(
 async def update_assignments(state: AppState, meta: RequestMetadata, resource: Resource, body: Any) -> None:
     """``POST .../assignments``: the authorizer checks that the caller may grant each relation."""
     writes, deletes = parse_assignment_update(body)
-    await _require_visible(state, meta, resource)
+    await require_visible(state, meta, resource)
     if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
         raise forbidden("Grants need a caller")
     await state.authorizer.write_assignments(meta.actor, resource, writes, deletes)
@@ -186,7 +186,7 @@ def _managed_access_kind(resource: Resource) -> None:
 async def get_managed_access(state: AppState, meta: RequestMetadata, resource: Resource) -> dict[str, bool]:
     """``{"managed-access": bool}`` (a namespace adds ``"managed-access-inherited"``)."""
     _managed_access_kind(resource)
-    await _require_visible(state, meta, resource)
+    await require_visible(state, meta, resource)
     return await state.authorizer.managed_access(resource)
 
 
@@ -194,7 +194,7 @@ async def set_managed_access(state: AppState, meta: RequestMetadata, resource: R
     _managed_access_kind(resource)
     if not isinstance(body, dict) or not isinstance(body.get("managed-access"), bool):
         raise bad_request("Invalid request body: managed-access must be true or false", "InvalidManagedAccess")
-    await _require_visible(state, meta, resource)
+    await require_visible(state, meta, resource)
     if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
         raise forbidden("Managed access needs a caller")
     await state.authorizer.set_managed_access(meta.actor, resource, body["managed-access"])
@@ -224,9 +224,9 @@ async def check(state: AppState, meta: RequestMetadata, body: Any) -> bool:
             and principal.id == meta.actor.user_id and meta.actor.assumed_role is None:
         principal = None  # asking about oneself
     if principal is None:
-        await _require_visible(state, meta, resource)
+        await require_visible(state, meta, resource)
     else:
-        await _require(state, meta, "read_assignments", resource)
+        await require(state, meta, "read_assignments", resource)
     return bool(await allowed_actions(state, meta, resource, principal, [action]))
 
 

@@ -41,8 +41,10 @@ from lakekeeper_host.service.authz import (
     AuthorizerUnavailable,
     CatalogHierarchy,
     Principal,
+    PrivilegeDescriptor,
     ReconcileReport,
     Resource,
+    grant_action,
 )
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,34 @@ ASSIGNABLE: dict[str, tuple[str, ...]] = {
     "view": _TABULAR_ASSIGNABLE,
     "generic_table": _TABULAR_ASSIGNABLE,
     "role": ("ownership", "assignee"),
+}
+# what each grantable relation means in this model, for the Grants API's pickers: (category, description)
+_PRIVILEGE_MEANINGS: dict[str, tuple[str, str]] = {
+    "admin": ("administration", "Administers the whole server; meant for people. An admin may make itself "
+              "project admin of any project."),
+    "operator": ("administration", "May use every API of the catalog; meant for the machine account that "
+                 "provisions projects and warehouses."),
+    "project_admin": ("administration", "Full control of the project, its warehouses and their contents, "
+                      "including its grants."),
+    "security_admin": ("administration", "Manages grants, ownership, roles and tags in the project, without "
+                       "access to data or the right to change objects."),
+    "data_admin": ("administration", "Manages the project's warehouses and everything in them, but grants "
+                   "nothing to anyone."),
+    "role_creator": ("administration", "May create roles in the project (not add members to existing ones)."),
+    "tag_creator": ("administration", "May create tag definitions in the project."),
+    "ownership": ("security", "Owns the object: every privilege on it, its grants included."),
+    "pass_grants": ("security", "May hand on the privileges one holds on this object to others."),
+    "manage_grants": ("security", "May grant and revoke any privilege on this object and everything below it."),
+    "manage_tags": ("metadata", "May attach and detach tags on this object and everything below it."),
+    "describe": ("metadata", "May read the object's metadata and list what is inside it."),
+    "select": ("read", "May read the object's data (and its metadata)."),
+    "create": ("create", "May create objects inside this one."),
+    "modify": ("write", "May change the object and its contents, data and schema included."),
+}
+PRIVILEGES: dict[str, tuple[PrivilegeDescriptor, ...]] = {
+    kind: tuple(PrivilegeDescriptor(name, name.replace("_", " "), *reversed(_PRIVILEGE_MEANINGS[name]))
+                for name in names)
+    for kind, names in ASSIGNABLE.items() if kind != "role"
 }
 # the OpenFGA type of each host kind (Lakekeeper's names); the others are named as the kind
 FGA_TYPE = {"table": "lakekeeper_table", "view": "lakekeeper_view", "generic_table": "lakekeeper_generic_table"}
@@ -153,13 +183,6 @@ def principal_of(fga_user: str) -> Principal | None:
     if kind == "role" and rest.endswith("#assignee"):
         return Principal("role", rest.removesuffix("#assignee"))
     return None
-
-
-def grant_action(kind: str, relation: str) -> str:
-    """The action that allows granting ``relation`` on a ``kind``."""
-    if relation == "ownership":
-        return "change_ownership"
-    return f"grant_{relation}"
 
 
 class OpenFgaAuthorizer(AuthorizerBase):
@@ -513,6 +536,9 @@ class OpenFgaAuthorizer(AuthorizerBase):
             writes=[(fga_principal(a.principal), a.relation, obj) for a in writes],
             deletes=[(fga_principal(a.principal), a.relation, obj) for a in deletes],
         )
+
+    def privileges(self, kind: str) -> Sequence[PrivilegeDescriptor]:
+        return PRIVILEGES.get(kind, ())
 
     async def managed_access(self, resource: Resource) -> dict[str, bool]:
         if resource.kind not in _MANAGED_ACCESS_KINDS:
