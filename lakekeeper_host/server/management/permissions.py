@@ -170,9 +170,10 @@ async def get_assignments(
 
 
 async def update_assignments(state: AppState, meta: RequestMetadata, resource: Resource, body: Any) -> None:
-    """``POST .../assignments``: the authorizer checks that the caller may grant each relation."""
-    writes, deletes = parse_assignment_update(body)
+    """``POST .../assignments``: the authorizer checks that the caller may grant each relation. The body
+    is read only once the caller may see the object: a 400 for a hidden one would reveal that it exists."""
     await require_visible(state, meta, resource)
+    writes, deletes = parse_assignment_update(body)
     if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
         raise forbidden("Grants need a caller")
     await state.authorizer.write_assignments(meta.actor, resource, writes, deletes)
@@ -192,9 +193,9 @@ async def get_managed_access(state: AppState, meta: RequestMetadata, resource: R
 
 async def set_managed_access(state: AppState, meta: RequestMetadata, resource: Resource, body: Any) -> None:
     _managed_access_kind(resource)
+    await require_visible(state, meta, resource)  # before the body: see update_assignments
     if not isinstance(body, dict) or not isinstance(body.get("managed-access"), bool):
         raise bad_request("Invalid request body: managed-access must be true or false", "InvalidManagedAccess")
-    await require_visible(state, meta, resource)
     if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
         raise forbidden("Managed access needs a caller")
     await state.authorizer.set_managed_access(meta.actor, resource, body["managed-access"])

@@ -263,6 +263,24 @@ def test_one_visible_namespace_does_not_reveal_the_warehouse_statistics(setup: S
     assert s.alice.get(statistics).status_code == 200
 
 
+def test_a_malformed_grant_on_a_hidden_object_answers_like_a_missing_one(setup: Setup) -> None:
+    """bob sees nothing in ``hidden``: a malformed grant or managed-access body on its table or
+    namespace must answer him as for an object that does not exist (a 400 would tell him it is there)."""
+    s = setup
+    assert s.alice.post(f"{s.prefix}/namespaces", json={"namespace": ["hidden"]}).status_code == 200
+    made = s.alice.post(f"{s.prefix}/namespaces/hidden/tables", json={"name": "h", "schema": SCHEMA})
+    assert made.status_code == 200, made.text
+    real = {"table": made.json()["metadata"]["table-uuid"], "namespace": s.ns("hidden")}
+    for kind, object_id in real.items():
+        for suffix, body in (("assignments", {"writes": "not a list"}), ("managed-access", {"managed-access": 1})):
+            if kind == "table" and suffix == "managed-access":
+                continue  # tables have no managed access
+            answers = [s.bob.post(f"{PERMS}{s.path(kind, candidate)}/{suffix}", json=body)
+                       for candidate in (object_id, str(uuid.uuid4()))]
+            assert [a.status_code for a in answers] == [404, 404], [a.text for a in answers]
+            assert answers[0].json()["error"]["type"] == answers[1].json()["error"]["type"]
+
+
 # ---------------------------------------------------------------- the same class elsewhere
 
 
