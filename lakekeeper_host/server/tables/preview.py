@@ -29,7 +29,6 @@ from typing import Any
 
 from pyiceberg.conversions import from_bytes
 from pyiceberg.expressions import AlwaysTrue
-from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.manifest import DataFileContent, ManifestEntry
 from pyiceberg.schema import Schema, index_by_id
 from pyiceberg.table import DataScan
@@ -158,6 +157,9 @@ def read_rows(
     schema = scan.projection()
     if snapshot is None:
         return schema, [], None
+    # pyarrow only here: imported at start-up it adds ~50 MB RSS and ~0.4 s to every server (bench rss_idle_mb)
+    from pyiceberg.io.pyarrow import ArrowScan
+
     tasks = sorted(scan.plan_files(), key=lambda task: task.file.file_path)
     rows: list[list[Any]] = []
     names = [field.name for field in schema.fields]
