@@ -57,7 +57,12 @@ def spark_catalog(spark, server, warehouse):
     from lakekeeper_host.engines.spark import add_catalog
 
     name = "c_" + warehouse["name"].replace("-", "_")
-    return add_catalog(spark, server.catalog_url, warehouse["name"], catalog_name=name)
+    add_catalog(spark, server.catalog_url, warehouse["name"], catalog_name=name)
+    # the run's one session may still have a current catalog an earlier test (the example pipeline,
+    # the console screenshots) pointed at a server that has stopped since: Spark resolves it again
+    # for every CALL, so this test's catalog becomes the current one
+    spark.catalog.setCurrentCatalog(name)
+    return name
 
 
 def pytest_collection_modifyitems(config, items):

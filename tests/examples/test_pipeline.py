@@ -150,7 +150,7 @@ def check_result(pipeline, result, expected: Expected) -> None:
     assert f"read by spark {len(expected.gold)} rows" in pipeline.format_summary(result)
 
 
-@pytest.mark.parametrize("server", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("lakekeeper_server", ["sqlite"], indirect=True)
 def test_pipeline_end_to_end_on_the_embedded_default(pipeline, spark, server, warehouse):
     catalog_name = spark_catalog_name(warehouse)
     dataset = pipeline.generate_dataset()
@@ -169,7 +169,7 @@ def test_pipeline_end_to_end_on_the_embedded_default(pipeline, spark, server, wa
     assert not spark.sql(f"SHOW VIEWS IN {lake.table('gold')}").collect()
 
 
-@pytest.mark.parametrize("server", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("lakekeeper_server", ["sqlite"], indirect=True)
 def test_the_command_line_runs_the_pipeline_and_reports_agreement(pipeline, spark, server, warehouse, capsys):
     """``python pipeline.py --catalog-uri ... --warehouse ...`` as the README runs it (a small dataset;
     the run's Spark session is borrowed, and left running)."""
@@ -206,7 +206,7 @@ def test_notebook_is_nbformat_4_and_only_calls_the_pipeline(pipeline):
     nbformat.validate(nbformat.reads(json.dumps(notebook), as_version=4))
 
 
-@pytest.mark.parametrize("server", ["postgres"], indirect=True)
+@pytest.mark.parametrize("lakekeeper_server", ["postgres"], indirect=True)
 def test_notebook_runs_end_to_end_on_postgres(pipeline, spark, server, warehouse, monkeypatch):
     notebook = json.loads((EXAMPLE_DIR / "pipeline.ipynb").read_text())
     monkeypatch.setenv("LAKEHOUSE_CATALOG_URI", server.catalog_url)

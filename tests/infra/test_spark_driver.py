@@ -149,7 +149,7 @@ def printed_pyspark_snippet(server) -> str:
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("server", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("lakekeeper_server", ["sqlite"], indirect=True)
 def test_the_pyspark_snippet_serve_prints_connects_to_it(server, tmp_path):
     snippet = printed_pyspark_snippet(server)
     assert f"'spark.sql.catalog.lakekeeper.uri', '{server.catalog_url}'" in snippet

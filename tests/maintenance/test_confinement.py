@@ -22,7 +22,7 @@ POLICY = parse_policy({"expire-snapshots": {"older-than": "PT0S", "retain-last":
                        "remove-orphan-files": {"enabled": False}})  # fmt: skip
 
 
-@pytest.mark.parametrize("server", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("lakekeeper_server", ["sqlite"], indirect=True)
 def test_expiring_snapshots_never_deletes_files_outside_the_table(spark, spark_catalog, catalog, tmp_path):
     victim = tmp_path / "outside-every-table" / "precious.parquet"
     victim.parent.mkdir()
@@ -44,7 +44,7 @@ def test_expiring_snapshots_never_deletes_files_outside_the_table(spark, spark_c
     assert len(catalog.load_table("ns.t").metadata.snapshots) == snapshots  # nothing was expired
 
 
-@pytest.mark.parametrize("server", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("lakekeeper_server", ["sqlite"], indirect=True)
 def test_a_table_of_its_own_files_is_still_expired(spark, spark_catalog, catalog):
     catalog.create_namespace("ns")
     table = catalog.create_table("ns.t", pa.schema([("id", pa.int64())]))

@@ -33,7 +33,7 @@ from tests.maintenance.helpers import (
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-@pytest.mark.parametrize("server", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("lakekeeper_server", ["sqlite"], indirect=True)
 def test_scheduled_maintenance_compacts_expires_and_logs_the_figures(http, warehouse, catalog):
     """The acceptance run: a table of 50 small files and 30 snapshots keeps at most retain-last
     snapshots, has fewer data files and the same rows, and the task log has the figures.
@@ -90,7 +90,7 @@ def test_scheduled_maintenance_compacts_expires_and_logs_the_figures(http, wareh
     assert active["tasks"] == []
 
 
-@pytest.mark.parametrize("server", ["postgres"], indirect=True)
+@pytest.mark.parametrize("lakekeeper_server", ["postgres"], indirect=True)
 def test_cli_maintains_a_table_through_the_server_with_its_override(http, server, warehouse, catalog):
     """Maintenance is disabled for the warehouse; ``lakekeeper maintain`` runs it anyway, now, with
     the table's override (keep 3 snapshots; compaction and expiry only), and prints the figures
