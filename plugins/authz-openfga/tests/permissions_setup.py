@@ -8,7 +8,9 @@ has nothing; root is an instance admin.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Iterator
 from urllib.parse import quote
 
 import httpx
@@ -113,3 +115,16 @@ def build_catalog(server: CatalogServer, double: OpenFgaDouble, store_name: str,
                 f"lakekeeper_table:{catalog.warehouse_id}/{catalog.table_id}", f"role:{catalog.role_id}"):
         assert (f"user:{quote(alice.user_id, safe='')}", "ownership", obj) in tuples
     return catalog
+
+
+@contextlib.contextmanager
+def served_catalog(double: OpenFgaDouble, idp: OidcIssuer, warehouse_root: str,
+                   names: tuple[str, ...]) -> Iterator[tuple[CatalogServer, Catalog, tuple[Caller, ...]]]:
+    """An OpenFGA + OIDC server with alice's catalog built (:func:`build_catalog`) and a caller per name
+    (the first is alice); the server stops afterwards."""
+    server, store_name = openfga_oidc_server(double, idp)
+    try:
+        callers = tuple(Caller(server, idp, name) for name in names)
+        yield server, build_catalog(server, double, store_name, callers[0], warehouse_root), callers
+    finally:
+        server.close()

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from permissions_setup import SCHEMA, Caller, build_catalog, openfga_oidc_server
+from permissions_setup import SCHEMA, Caller, served_catalog
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.openfga_double import OpenFgaDouble
@@ -24,13 +24,10 @@ def idp() -> Iterator[OidcIssuer]:
 
 @pytest.fixture(scope="module")
 def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
-    server, store_name = openfga_oidc_server(double, idp)
-    try:
-        alice, bob, root = (Caller(server, idp, name) for name in ("alice", "bob", "root"))
-        catalog = build_catalog(server, double, store_name, alice, str(tmp_path_factory.mktemp("batch-wh")))
+    warehouse_root = str(tmp_path_factory.mktemp("batch-wh"))
+    names = ("alice", "bob", "root")
+    with served_catalog(double, idp, warehouse_root, names) as (server, catalog, (alice, bob, root)):
         yield server, catalog, alice, bob, root
-    finally:
-        server.close()
 
 
 def _batch(caller: Caller, checks: list[dict], **extra) -> list[dict]:

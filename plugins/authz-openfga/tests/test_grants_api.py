@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from permissions_setup import PERMS, Caller, build_catalog, openfga_oidc_server
+from permissions_setup import PERMS, Caller, served_catalog
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.openfga_double import OpenFgaDouble
@@ -25,13 +25,10 @@ def idp() -> Iterator[OidcIssuer]:
 
 @pytest.fixture(scope="module")
 def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
-    server, store_name = openfga_oidc_server(double, idp)
-    try:
-        alice, bob, carol, root = (Caller(server, idp, name) for name in ("alice", "bob", "carol", "root"))
-        catalog = build_catalog(server, double, store_name, alice, str(tmp_path_factory.mktemp("grants-wh")))
+    warehouse_root = str(tmp_path_factory.mktemp("grants-wh"))
+    names = ("alice", "bob", "carol", "root")
+    with served_catalog(double, idp, warehouse_root, names) as (_, catalog, (alice, bob, carol, root)):
         yield catalog, alice, bob, carol, root
-    finally:
-        server.close()
 
 
 def _table(catalog) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from permissions_setup import PERMS, Caller, build_catalog, openfga_oidc_server
+from permissions_setup import PERMS, served_catalog
 
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.openfga_double import OpenFgaDouble
@@ -16,13 +16,10 @@ from lakekeeper_testing.openfga_double import OpenFgaDouble
 
 @pytest.fixture(scope="module")
 def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
-    server, store_name = openfga_oidc_server(double, idp)
-    try:
-        alice, bob, root = (Caller(server, idp, name) for name in ("alice", "bob", "root"))
-        catalog = build_catalog(server, double, store_name, alice, str(tmp_path_factory.mktemp("perms-wh")))
+    warehouse_root = str(tmp_path_factory.mktemp("perms-wh"))
+    names = ("alice", "bob", "root")
+    with served_catalog(double, idp, warehouse_root, names) as (server, catalog, (alice, bob, root)):
         yield server, catalog, alice, bob, root
-    finally:
-        server.close()
 
 
 def test_info_reports_the_openfga_backend(setup) -> None:
