@@ -58,9 +58,11 @@ def spark_catalog(spark, server, warehouse):
 
     name = "c_" + warehouse["name"].replace("-", "_")
     add_catalog(spark, server.catalog_url, warehouse["name"], catalog_name=name)
-    # the run's one session may still have a current catalog an earlier test (the example pipeline,
-    # the console screenshots) pointed at a server that has stopped since: Spark resolves it again
-    # for every CALL, so this test's catalog becomes the current one
+    # the run's one session may still have a current or default catalog that an earlier test (the
+    # example pipeline, the console snippets) pointed at a server that has stopped since. Spark
+    # resolves the current one for every CALL, and Iceberg's rewrite actions clone the session, whose
+    # current catalog is then spark.sql.defaultCatalog: both become this test's catalog
+    spark.conf.set("spark.sql.defaultCatalog", name)
     spark.catalog.setCurrentCatalog(name)
     return name
 

@@ -49,9 +49,14 @@ def test_the_spark_snippet_runs_offline(snippets, spark):
     assert code.startswith("# ") and "scripts/build-spark-jars.sh" in code.splitlines()[1]  # said first
     # the suite's one JVM is reused by the snippet's getOrCreate; forget catalogs of earlier servers
     spark._jsparkSession.sessionState().catalogManager().reset()
+    default_catalog = spark.conf.get("spark.sql.defaultCatalog")
     pasted: dict = {}
-    exec(code, pasted)  # noqa: S102
-    assert pasted["spark"].table("lakekeeper.sales.orders").count() == 3
+    try:
+        exec(code, pasted)  # noqa: S102
+        assert pasted["spark"].table("lakekeeper.sales.orders").count() == 3
+    finally:  # the snippet's getOrCreate made its catalog the default of the run's one session
+        spark.conf.set("spark.sql.defaultCatalog", default_catalog)
+        spark._jsparkSession.sessionState().catalogManager().reset()
 
 
 def test_the_duckdb_snippet_installs_and_loads_iceberg_offline(snippets, tmp_path):
