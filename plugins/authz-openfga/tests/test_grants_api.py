@@ -43,6 +43,16 @@ def _apply(caller: Caller, path: str, writes=(), deletes=()):
     return caller.post(f"{path}/grants", json={"writes": list(writes), "deletes": list(deletes)})
 
 
+def _held(listing) -> list[dict]:
+    """A grant listing's grants as apply entries (privilege and principal), checking the rest of each."""
+    assert listing.status_code == 200, listing.text
+    body = listing.json()
+    assert body["next-page-token"] is None  # these listings are short: one page
+    for grant in body["grants"]:
+        assert grant["recognized"] is True and grant["created-at"] is None and "type" in grant["resource"]
+    return [{"privilege": g["privilege"], "principal": g["principal"]} for g in body["grants"]]
+
+
 def _entry(privilege: str, caller: Caller) -> dict:
     return {"privilege": privilege, "principal": {"user": caller.user_id}}
 
@@ -71,14 +81,14 @@ def test_a_grant_gives_access_and_its_revocation_takes_it_away(setup) -> None:
     assert _load_table(bob, catalog) == 200
     listed = alice.get(f"{table}/grants")
     assert listed.status_code == 200, listed.text
-    assert {"privilege": "select", "principal": {"user": bob.user_id}} in listed.json()["grants"]
+    assert {"privilege": "select", "principal": {"user": bob.user_id}} in _held(listed)
     # the same grant, seen through the permissions API
     assignments = alice.get(f"{PERMS}/warehouse/{catalog.warehouse_id}/table/{catalog.table_id}/assignments")
     assert {"type": "select", "user": bob.user_id} in assignments.json()["assignments"]
 
     assert _apply(alice, table, deletes=[_entry("select", bob)]).status_code == 204
     assert _load_table(bob, catalog) in (403, 404)
-    assert _entry("select", bob) not in alice.get(f"{table}/grants").json()["grants"]
+    assert _entry("select", bob) not in _held(alice.get(f"{table}/grants"))
 
 
 def test_applying_is_idempotent_and_a_role_can_be_granted(setup) -> None:
@@ -90,16 +100,16 @@ def test_applying_is_idempotent_and_a_role_can_be_granted(setup) -> None:
             _apply(alice, namespace, writes=[_entry("describe", bob), _entry("describe", bob), role_entry]).status_code
             == 204
         )
-    grants = alice.get(f"{namespace}/grants").json()["grants"]
+    grants = _held(alice.get(f"{namespace}/grants"))
     assert grants.count(_entry("describe", bob)) == 1 and role_entry in grants
-    only_role = alice.get(f"{namespace}/grants", params={"principalRole": catalog.role_id}).json()["grants"]
+    only_role = _held(alice.get(f"{namespace}/grants", params={"principalRole": catalog.role_id}))
     assert only_role == [role_entry]
     # revoking what nobody holds is no error
     assert (
         _apply(alice, namespace, deletes=[_entry("modify", bob), _entry("describe", bob), role_entry]).status_code
         == 204
     )
-    assert alice.get(f"{namespace}/grants", params={"principalUser": bob.user_id}).json()["grants"] == []
+    assert _held(alice.get(f"{namespace}/grants", params={"principalUser": bob.user_id})) == []
 
 
 def test_bad_requests_are_400_and_change_nothing(setup) -> None:
@@ -114,7 +124,7 @@ def test_bad_requests_are_400_and_change_nothing(setup) -> None:
     assert response.status_code == 400 and "100" in response.json()["error"]["message"]
     assert _apply(alice, table, writes=too_many[:60], deletes=too_many[60:]).status_code == 400
     assert _apply(alice, table, writes=[{"privilege": "select", "principal": {}}]).status_code == 400
-    assert _entry("select", bob) not in alice.get(f"{table}/grants").json()["grants"]
+    assert _entry("select", bob) not in _held(alice.get(f"{table}/grants"))
     assert _load_table(bob, catalog) in (403, 404)
     assert _apply(alice, table, writes=too_many[:100]).status_code == 204
     assert _apply(alice, table, deletes=too_many[:100]).status_code == 204
@@ -141,7 +151,7 @@ def test_granting_needs_the_authority_and_hidden_objects_are_404(setup) -> None:
         assert bob.get(f"{table}/grants").status_code == 403
         assert bob.get(f"{table}/grants", params={"principalUser": alice.user_id}).status_code == 403
         own = bob.get(f"{table}/grants", params={"principalUser": bob.user_id})
-        assert own.status_code == 200 and own.json()["grants"] == [_entry("select", bob)]
+        assert own.status_code == 200 and _held(own) == [_entry("select", bob)]
         # what he may grant: nothing; asking on alice's behalf needs read permission on grants
         mine = bob.get(f"{table}/grants/grantable-privileges")
         assert mine.status_code == 200
@@ -171,9 +181,9 @@ def test_server_and_project_grants(setup) -> None:
     assert bob.get(f"{API}/project/grants").status_code in (403, 404)
     server = alice.get(f"{API}/server/grants")
     assert server.status_code == 200
-    assert {"privilege": "admin", "principal": {"user": alice.user_id}} in server.json()["grants"]
+    assert {"privilege": "admin", "principal": {"user": alice.user_id}} in _held(server)
     assert bob.get(f"{API}/server/grants").status_code == 403
-    assert bob.get(f"{API}/server/grants", params={"principalUser": bob.user_id}).json()["grants"] == []
+    assert _held(bob.get(f"{API}/server/grants", params={"principalUser": bob.user_id})) == []
     assert _apply(bob, f"{API}/server", writes=[_entry("admin", bob)]).status_code == 403
 
 
@@ -210,7 +220,45 @@ def test_a_role_one_belongs_to_is_oneself_only_when_assumed(setup) -> None:
         assert carol.get(f"{table}/grants", params=narrowed).status_code == 403
         as_role = carol.get(f"{table}/grants", params=narrowed, headers={"x-assume-role": catalog.role_id})
         assert as_role.status_code == 200, as_role.text
-        assert as_role.json()["grants"] == [role_entry]
+        assert _held(as_role) == [role_entry]
     finally:
         _apply(alice, table, deletes=[role_entry])
         alice.request("DELETE", f"{API}/role/{catalog.role_id}/members/user/{carol.user_id}")
+
+
+def test_a_resources_grants_come_in_pages_that_together_hold_each_once(setup) -> None:
+    catalog, alice, bob, carol, _ = setup
+    table = _table(catalog)
+    granted = [_entry(p, who) for p in ("select", "describe", "modify") for who in (bob, carol)]
+    assert _apply(alice, table, writes=granted).status_code == 204
+    try:
+        everything = alice.get(f"{table}/grants").json()
+        assert everything["next-page-token"] is None
+        seen, token, pages = [], None, 0
+        while True:
+            params = {"pageSize": 2, **({"pageToken": token} if token else {})}
+            page = alice.get(f"{table}/grants", params=params)
+            assert page.status_code == 200, page.text
+            body = page.json()
+            assert len(body["grants"]) <= 2
+            seen += body["grants"]
+            pages += 1
+            token = body["next-page-token"]
+            if token is None:
+                break
+        assert pages == -(-len(everything["grants"]) // 2)
+        assert len(seen) == len(everything["grants"])
+        assert sorted(map(str, seen)) == sorted(map(str, everything["grants"]))
+        table_resource = {"type": "table", "warehouse-id": catalog.warehouse_id, "table-id": catalog.table_id}
+        assert all(grant["resource"] == table_resource for grant in seen)
+        # narrowed to one principal, pages hold only that principal's grants
+        first = alice.get(f"{table}/grants", params={"principalUser": carol.user_id, "pageSize": 1}).json()
+        assert len(first["grants"]) == 1 and first["next-page-token"] is not None
+        rest = alice.get(f"{table}/grants", params={"principalUser": carol.user_id, "pageSize": 10,
+                                                    "pageToken": first["next-page-token"]}).json()
+        assert {g["privilege"] for g in first["grants"] + rest["grants"]} == {"select", "describe", "modify"}
+        assert rest["next-page-token"] is None
+        bad = alice.get(f"{table}/grants", params={"pageToken": "not-a-token"})
+        assert bad.status_code == 400 and bad.json()["error"]["type"] == "InvalidPageToken"
+    finally:
+        _apply(alice, table, deletes=granted)
