@@ -34,6 +34,10 @@ from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store import warehouses as warehouse_store
 from lakekeeper_host.store.warehouses import WarehouseRow
 
+# the most resources one batched request may ask about: a schema of this many tables still answers in
+# a few seconds on a small machine, and a request can no longer make the catalog look up unbounded names
+MAX_FILTER_RESOURCES = 10_000
+
 
 @frozen
 class Check:
@@ -171,6 +175,12 @@ async def batch(state: AppState, meta: RequestMetadata, document: Any) -> list[i
     resources = action.get("filterResources")
     if not isinstance(resources, list):
         raise bad_request("input.action.filterResources must be a list")
+    if len(resources) > MAX_FILTER_RESOURCES:
+        raise bad_request(
+            f"input.action.filterResources holds {len(resources)} resources; at most {MAX_FILTER_RESOURCES} "
+            "are decided in one request",
+            "TooManyFilterResources",
+        )
     if operation not in FILTER_OPERATIONS:
         rules = [_rule(state, actor, operation, _object(r), {}) for r in resources]
         return [i for i, ok in enumerate(await _decide(state, meta, actor, rules)) if ok]

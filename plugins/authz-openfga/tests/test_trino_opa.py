@@ -101,6 +101,20 @@ def test_a_malformed_input_is_a_400(policy_client) -> None:
         assert response.json()["error"]["type"] == "BadRequestException"
 
 
+def test_a_batch_over_the_documented_limit_is_a_400_and_one_at_it_is_decided(policy_client) -> None:
+    def filter_tables(count: int) -> dict:
+        resources = [{"table": {"catalogName": "lake", "schemaName": "sales", "tableName": f"t{i}"}}
+                     for i in range(count)]
+        return trino_input("owner", {"operation": "FilterTables", "filterResources": resources})
+
+    too_many = ask_catalog(policy_client, "batch", filter_tables(10_001))
+    assert too_many.status_code == 400, too_many.text
+    error = too_many.json()["error"]
+    assert error["type"] == "TooManyFilterResources" and "at most 10000" in error["message"]
+    at_limit = ask_catalog(policy_client, "batch", filter_tables(10_000))
+    assert at_limit.status_code == 200 and at_limit.json() == {"result": []}  # none of these names exist
+
+
 @pytest.fixture(scope="module")
 def opa_engine_class():
     """OPA's engine; the tests that need it skip, before any server starts, without the package."""
