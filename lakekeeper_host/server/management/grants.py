@@ -20,13 +20,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, bad_request, forbidden
+from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.server.authorize import checking_actor
 from lakekeeper_host.server.management.permissions import (
     principal_from_json,
     principal_from_query,
     require,
     require_visible,
+    resource_json,
+    write_assignments,
 )
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token, page_size
 from lakekeeper_host.service.authz import Assignment, Principal, PrivilegeDescriptor, Resource, grant_action
@@ -83,16 +85,6 @@ async def _require_read(
         await require_visible(state, meta, resource)
     else:
         await require(state, meta, "read_assignments", resource)
-
-
-def resource_json(resource: Resource) -> dict[str, Any]:
-    """Where a grant is held, as Lakekeeper's listing names it: ``{"type": ..., <its ids>}``."""
-    kind = resource_type(resource.kind)
-    if resource.kind == "server":
-        return {"type": kind}
-    if resource.kind in ("project", "warehouse"):
-        return {"type": kind, f"{kind}-id": resource.id}
-    return {"type": kind, "warehouse-id": resource.warehouse_id, f"{kind}-id": resource.id}
 
 
 def grant_json(assignment: Assignment, resource: Resource, recognized: bool) -> dict[str, Any]:
@@ -188,9 +180,7 @@ async def apply_grants(state: AppState, meta: RequestMetadata, resource: Resourc
     # visibility first: a hidden object answers 404 whatever the body, as a missing one does
     await require_visible(state, meta, resource)
     writes, deletes = _parse_entries(state, resource.kind, body)
-    if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
-        raise forbidden("Grants need a caller")
-    await state.authorizer.write_assignments(meta.actor, resource, writes, deletes)
+    await write_assignments(state, meta, resource, writes, deletes)
 
 
 async def grantable_privileges(

@@ -5,6 +5,8 @@ they show up in normal requests."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -27,8 +29,15 @@ def idp() -> Iterator[OidcIssuer]:
 def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
     warehouse_root = str(tmp_path_factory.mktemp("grants-wh"))
     names = ("alice", "bob", "carol", "root")
-    with served_catalog(double, idp, warehouse_root, names) as (_, catalog, (alice, bob, carol, root)):
+    with served_catalog(double, idp, warehouse_root, names, LAKEKEEPER__LOG_CLOUDEVENTS="true") as (
+        server, catalog, (alice, bob, carol, root)
+    ):
+        _SERVER.append(server)
         yield catalog, alice, bob, carol, root
+    _SERVER.clear()
+
+
+_SERVER: list = []  # the module's server, for the CloudEvents its log holds
 
 
 def _table(catalog) -> str:
@@ -262,3 +271,69 @@ def test_a_resources_grants_come_in_pages_that_together_hold_each_once(setup) ->
         assert bad.status_code == 400 and bad.json()["error"]["type"] == "InvalidPageToken"
     finally:
         _apply(alice, table, deletes=granted)
+
+
+def _grant_events(after: int) -> list[dict]:
+    """The grant CloudEvents the server logged after its log was ``after`` characters long."""
+    found = []
+    for line in _SERVER[0].log_path.read_text(errors="replace")[after:].splitlines():
+        try:
+            message = json.loads(line).get("message", "")
+        except ValueError:
+            continue
+        if message.startswith("cloudevent "):
+            event = json.loads(message.removeprefix("cloudevent "))
+            if event["type"] in ("createGrant", "revokeGrant"):
+                found.append(event)
+    return found
+
+
+def _wait_for_events(after: int, count: int) -> list[dict]:
+    """The events after ``after`` once ``count`` have been logged (the log sink writes after the request)."""
+    deadline = time.monotonic() + 10
+    while len(found := _grant_events(after)) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def test_each_grant_that_changes_is_an_audit_event_and_a_repeat_is_none(setup) -> None:
+    """Both APIs announce every grant they create or revoke, one CloudEvent each (who, what, where,
+    by whom); writing a grant that is already held, or revoking one nobody holds, announces nothing."""
+    catalog, alice, bob, carol, _ = setup
+    table = _table(catalog)
+    start = len(_SERVER[0].log_path.read_text(errors="replace"))
+    assert _apply(alice, table, writes=[_entry("select", bob), _entry("describe", carol)]).status_code == 204
+    created = _wait_for_events(start, 2)
+    assert sorted((e["type"], e["data"]["privilege"], json.dumps(e["data"]["principal"])) for e in created) == [
+        ("createGrant", "describe", json.dumps({"user": carol.user_id})),
+        ("createGrant", "select", json.dumps({"user": bob.user_id})),
+    ]
+    resource = {"type": "table", "warehouse-id": catalog.warehouse_id, "table-id": catalog.table_id}
+    for event in created:
+        assert event["data"]["resource"] == resource
+        assert event["warehouse-id"] == catalog.warehouse_id and event["resource-id"] == catalog.table_id
+        assert alice.user_id in event["actor"] and event["num-events"] == 2
+
+    middle = len(_SERVER[0].log_path.read_text(errors="replace"))
+    # the same grant again, and a revocation of what nobody holds: nothing changes, nothing is announced;
+    # the permissions API's revocation of bob's select is announced like the Grants API's
+    assert _apply(alice, table, writes=[_entry("select", bob)], deletes=[_entry("modify", carol)]).status_code == 204
+    revoke = alice.grant(f"/warehouse/{catalog.warehouse_id}/table/{catalog.table_id}",
+                         deletes=[{"type": "select", "user": bob.user_id}])
+    assert revoke.status_code == 204, revoke.text
+    assert _apply(alice, table, deletes=[_entry("describe", carol)]).status_code == 204
+    later = _wait_for_events(middle, 2)
+    time.sleep(0.3)  # a stray event for the repeated grant would be logged by now
+    assert len(_grant_events(middle)) == 2
+    assert [(e["type"], e["data"]["privilege"]) for e in later] == [("revokeGrant", "select"),
+                                                                      ("revokeGrant", "describe")]
+
+    server_start = len(_SERVER[0].log_path.read_text(errors="replace"))
+    project = f"{API}/project"
+    assert _apply(alice, project, writes=[_entry("describe", bob)]).status_code == 204
+    try:
+        (on_project,) = _wait_for_events(server_start, 1)
+        assert on_project["data"]["resource"] == {"type": "project", "project-id": catalog.project_id}
+        assert "warehouse-id" not in on_project and on_project["resource-type"] == "project"
+    finally:
+        _apply(alice, project, deletes=[_entry("describe", bob)])
