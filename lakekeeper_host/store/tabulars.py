@@ -357,17 +357,6 @@ async def location_conflict(
     return None if row is None else row["location"]
 
 
-async def live_tabular_kinds(db: Executor, namespace_id: str) -> dict[str, tuple[str, str]]:
-    """Every live, committed table and view of a namespace: its ``name_key`` -> ``(id, typ)`` (a
-    policy deciding about many names of one namespace at once, Trino's FilterTables)."""
-    rows = await db.fetch_all(
-        "SELECT id, name_key, typ FROM tabular WHERE namespace_id = :ns AND deleted_at IS NULL AND staged = :false "
-        "AND typ IN ('table', 'view')",
-        {"ns": namespace_id, "false": False},
-    )
-    return {r["name_key"]: (r["id"], r["typ"]) for r in rows}
-
-
 async def get_tabulars_by_ids(db: Executor, tabular_ids: Collection[str]) -> dict[str, TabularRow]:
     """Live (not soft-deleted) rows by id, in one query: the batch check's lookup of many tables."""
     if not tabular_ids:
@@ -381,9 +370,10 @@ async def get_tabulars_by_ids(db: Executor, tabular_ids: Collection[str]) -> dic
 async def find_tabulars_by_name(
     db: Executor, warehouse_id: str, namespace: Sequence[str], names: Collection[str]
 ) -> dict[str, TabularRow]:
-    """The live, committed tables and views of one namespace called one of ``names``, in one
-    query: their ``name_key`` (the name case-folded) -> row, either kind, without ``metadata`` (the
-    batch check's lookup of many tables named in one namespace; :func:`find_tabular` asks about one)."""
+    """The live, committed rows (tables, views, generic tables) of one namespace called one of ``names``, in one
+    query: their ``name_key`` (the name case-folded) -> row, any ``typ``, without ``metadata`` (the
+    batch check's and the Trino policy's lookup of many names of one namespace, such as a whole schema
+    for Trino's FilterTables; :func:`find_tabular` asks about one)."""
     if not names:
         return {}
     values: dict[str, Any] = {"w": warehouse_id, "nk": encode_namespace_name(namespace).casefold(), "false": False}

@@ -172,6 +172,25 @@ def test_many_names_are_listed_once_and_checked_by_id(opa, served) -> None:
     assert listed == (1 if opa_mode(opa) == "listed" else 0)
 
 
+def test_a_generic_table_is_never_a_trino_table(opa, policy_client) -> None:
+    """The owner may see everything, but a generic table named like a Trino table is not one: both
+    ways keep only the real table (the catalog looks names up whatever their kind)."""
+    action = {
+        "operation": "FilterTables",
+        "filterResources": [
+            {"table": {"catalogName": "lake", "schemaName": "sales", "tableName": name}}
+            for name in ("orders", "frames", "FRAMES")
+        ],
+    }
+    native = ask_catalog(policy_client, "batch", trino_input("owner", action))
+    assert native.status_code == 200 and native.json() == {"result": [0]}
+    assert ask_opa(opa, "batch", trino_input("owner", action)) == [0]
+    select = {"operation": "SelectFromColumns", "resource": {"table": {
+        "catalogName": "lake", "schemaName": "sales", "tableName": "frames", "columns": ["id"]}}}
+    assert ask_catalog(policy_client, "allow", trino_input("owner", select)).json() == {"result": False}
+    assert ask_opa(opa, "allow", trino_input("owner", select)) is False
+
+
 def opa_mode(engine) -> str:
     return "listed" if engine.eval_document("lakekeeper_trino.listing_threshold") == 1 else "by name"
 
