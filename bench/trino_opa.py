@@ -263,10 +263,15 @@ the Iceberg listing Trino does next. Checked by name instead (`listing_threshold
 table may be a table or a view: 2,000 checks in two batch checks) the bundle needs no listing, and since
 the batch check looks the names of one namespace up in one query it costs about what the listing does:
 on 2026-11-26 at 23:11-23:16 (PostgreSQL, load average 5-8, 10 samples each, `bench/trino_opa.py`'s
-setup) by name p50 509-686 ms and 641 ms with cold requests of 750-1343 ms, listed 685 ms (both
-runs); with one query per name (the code before) by name p50 673 ms (the lookup cache answered the
-warm requests) but 3092 ms cold. The bundle still lists a schema once it asks about
+setup) by name p50 641, 509 and 686 ms in three runs (their first requests 750, 1343 and 997 ms),
+listed 685 ms in two; with one query per name (the code before) by name p50 673 ms (the lookup cache
+answered the warm requests) but 3092 ms for the first request. The bundle still lists a schema once it asks about
 `listing_threshold` (20) names or more.
+
+Since 2026-11-26T23:35 the catalog endpoint (b) also looks up only the names asked, in one query per
+schema, where it read every table of the schema before; at 23:13 (load average 6.2), before that
+change, b measured 38.6 ms p50 (527 ms cold) and a 383 ms: for a request naming the whole schema the
+two lookups cost about the same, within this machine's noise.
 
 The earlier run of this section (2026-11-26T19:54, load average 9.2-10.1) had the Rego way at
 1666 ms p50, over its target; the same code, before the one-query lookup, measured 426 ms p50 at
