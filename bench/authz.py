@@ -279,12 +279,19 @@ the tables), on the OpenFGA server above: one cold request, then {result['sample
   **{summary.get('batch_check_1000_by_name_p99_ms')} ms** (target ≤ {BATCH_TARGET_P99_MS:g} ms:
   {'met' if summary['targets'].get('batch_check_p99_le_500ms') else 'not met'})
 
+"By name" names all 1,000 tables (bob may read 100); "by id" names bob's 100 tables ten times each
+(he can look up only those ids), so its checks are 100 distinct ones. The names of one namespace are
+looked up in one query (`store/tabulars.py` `find_tabulars_by_name`); before 2026-11-26T23:00 each
+name had a query of its own, which the lookup cache answered once warm but the cold request paid for
+(1,195.9 ms cold at 20:14 that day, load average 3.9-5.3). With 20 samples p99 is the slowest sample:
+one garbage collection or a neighbour's burst on this machine sets it.
+
 Why these targets: Trino asks once per query plan (`FilterTables` over a schema of up to ~1,000
 tables goes to one batch check), so the check adds to every query's planning time; a quarter of
 a second at the median keeps `SHOW TABLES` and planning interactive, and p99 at twice that bounds the
 tail on this shared 2-core machine. The warm path (the plugin's check cache holds the answers for 10 s)
 is what a planner sees between grant changes; the cold request pays for the OpenFGA double's batch
-checks (`MAX_BATCH_CHECK_SIZE` 50 per request: 20 round trips) and for looking up 1,000 names.
+checks (`MAX_BATCH_CHECK_SIZE` 50 per request: 20 round trips) and for looking up 1,000 names (one query).
 
 ## Reading
 

@@ -259,10 +259,24 @@ up in one query per schema, one authorizer batch per action, about 0.25 ms per t
 the same decisions take an OPA evaluation, two more HTTP requests listing the schema's tables and views
 with their ids (one page each), one batch check of 1,000 checks by id (looked up in one query), and a
 token and the warehouse list (cached by OPA's `http.send`); a second is the bound, still quicker than
-the Iceberg listing Trino does next. Checked by name instead (a Trino table may be a table or a view:
-2,000 checks), the same request took about 3 s p50 on 2026-11-26: the batch check looks each name up
-with a query of its own, so the bundle lists a schema first once it asks about `listing_threshold`
-(20) names or more.
+the Iceberg listing Trino does next. Checked by name instead (`listing_threshold` above 1,000; a Trino
+table may be a table or a view: 2,000 checks in two batch checks) the bundle needs no listing, and since
+the batch check looks the names of one namespace up in one query it costs about what the listing does:
+on 2026-11-26 at 23:11-23:16 (PostgreSQL, load average 5-8, 10 samples each, `bench/trino_opa.py`'s
+setup) by name p50 641, 509 and 686 ms in three runs (their first requests 750, 1343 and 997 ms),
+listed 685 ms in two; with one query per name (the code before) by name p50 673 ms (the lookup cache
+answered the warm requests) but 3092 ms for the first request. The bundle still lists a schema once it asks about
+`listing_threshold` (20) names or more.
+
+Since 2026-11-26T23:35 the catalog endpoint (b) also looks up only the names asked, in one query per
+schema, where it read every table of the schema before; at 23:13 (load average 6.2), before that
+change, b measured 38.6 ms p50 (527 ms cold) and a 383 ms: for a request naming the whole schema the
+two lookups cost about the same, within this machine's noise.
+
+The earlier run of this section (2026-11-26T19:54, load average 9.2-10.1) had the Rego way at
+1666 ms p50, over its target; the same code, before the one-query lookup, measured 426 ms p50 at
+23:14 (load average 5.4), so that miss came from the machine's load at the time rather than from
+the bundle's listing path, which looks tables up by id in one query either way.
 
 Reading: where the Rego way's time goes, measured piece by piece on 2026-11-26 (SQLite, the same
 1,000 tables, load average about 10): listing the 1,000 tables with their ids 0.22-0.32 s; the batch

@@ -16,7 +16,7 @@ from lakekeeper_host.api.pipeline import PipelineQuart, install
 from lakekeeper_host.config import Settings
 from lakekeeper_host.metrics import Metrics
 from lakekeeper_host.registry import Registry
-from lakekeeper_host.runtime.banner import security_warning, startup_banner
+from lakekeeper_host.runtime.banner import security_warning, startup_banner, trino_key_warning
 from lakekeeper_host.runtime.lifecycle import health_report, shutdown_state, startup_state
 from lakekeeper_host.service.state import AppState
 from lakekeeper_host.ui import register_console
@@ -74,9 +74,9 @@ def create_app(settings: Settings, pm: pluggy.PluginManager, *, registry: Regist
                 app.extensions[STARTUP_ERROR] = exc
                 raise
             log.info(startup_banner(app_state))
-            warning = security_warning(app_state)
-            if warning:
-                log.warning(warning)
+            for warning in (security_warning(app_state), trino_key_warning(app_state)):
+                if warning:
+                    log.warning(warning)
             if on_started is not None:
                 on_started(app_state)
             yield

@@ -315,7 +315,7 @@ def _server_health(base_url: str) -> int:
 def _openapi_document(settings: Settings, name: str) -> dict:
     """The document ``/api-docs/<name>/v1/openapi.json`` serves, built from the same routes without
     starting a server (no database, no identity provider contacted)."""
-    from lakekeeper_host.api.docs import DOCUMENTS, build_openapi
+    from lakekeeper_host.api.docs import served_document
     from lakekeeper_host.app import create_app
 
     pm = _plugin_manager(settings)
@@ -324,7 +324,7 @@ def _openapi_document(settings: Settings, name: str) -> dict:
 
     async def build() -> dict:
         async with app.app_context():
-            return build_openapi(*DOCUMENTS[name], registry=registry, authenticated=settings.auth.enabled)
+            return served_document(name, registry=registry, authenticated=settings.auth.enabled)
 
     return asyncio.run(build())
 

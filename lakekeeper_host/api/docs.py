@@ -36,7 +36,10 @@ DOCUMENTS = {
     "catalog": ("/catalog/", "Lakekeeper Iceberg REST Catalog API"),
     "management": ("/management/", "Lakekeeper Management API"),
     "generic-table": ("/lakekeeper/", "Lakekeeper Generic Table API"),
+    "trino-opa": ("/trino/", "Lakekeeper Trino OPA policy API"),
 }
+# documents of routes that take no bearer token (Trino sends none; the key in the path is the credential)
+TOKENLESS = frozenset({"trino-opa"})
 _PARAM = re.compile(r"<(?:[a-z]+:)?([a-zA-Z_]+)>")
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>Lakekeeper API</title>
@@ -48,7 +51,8 @@ _PAGE = """<!doctype html>
 window.ui = SwaggerUIBundle({
   urls: [{url: "/api-docs/catalog/v1/openapi.json", name: "Iceberg REST Catalog"},
          {url: "/api-docs/management/v1/openapi.json", name: "Management"},
-         {url: "/api-docs/generic-table/v1/openapi.json", name: "Generic Table"}],
+         {url: "/api-docs/generic-table/v1/openapi.json", name: "Generic Table"},
+         {url: "/api-docs/trino-opa/v1/openapi.json", name: "Trino OPA policy"}],
   dom_id: "#swagger-ui", presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
   layout: "StandaloneLayout"});
 </script></body></html>"""
@@ -146,6 +150,8 @@ PATH_PARAMETERS = {
     "table": "Table name, percent-encoded",
     "view": "View name, percent-encoded",
     "generic_table_id": "Generic table id",
+    "key": "The Trino policy key (LAKEKEEPER__TRINO_OPA__KEY): these routes' credential; without one "
+           "configured they answer 404",
 }
 _PAGING = ("pageToken", "pageSize")
 _LISTING = (*_PAGING, "returnUuids", "returnProtectionStatus")
@@ -184,8 +190,9 @@ QUERY: dict[str, tuple[str, ...]] = {
     **{f"management_permissions.{name}_assignments": ("relations",) for name in PERMISSION_OBJECTS},
     **{f"management_actions.{name}": ("principalUser", "principalRole") for name in ACTION_OBJECTS},
     "management_grants.list_principal_grants": ("principalUser", "principalRole"),
-    **{f"management_grants.{name}_{op}": ("principalUser", "principalRole")
-       for name in GRANT_OBJECTS for op in ("grants", "grantable_privileges")},
+    **{f"management_grants.{name}_grants": ("principalUser", "principalRole", *_PAGING) for name in GRANT_OBJECTS},
+    **{f"management_grants.{name}_grantable_privileges": ("principalUser", "principalRole")
+       for name in GRANT_OBJECTS},
 }
 # handlers that read X-Iceberg-Access-Delegation (they vend credentials or sign for the table)
 ACCESS_DELEGATION = frozenset({
@@ -259,6 +266,8 @@ REQUEST_BODIES: dict[str, str | tuple[str, str]] = {
     "management_permissions.check": "CheckRequest",
     "management_actions.batch_check": "BatchCheckRequest",
     **{f"management_grants.{name}_apply_grants": "ApplyGrantsRequest" for name in GRANT_OBJECTS},
+    "trino_opa.allow": "TrinoOpaRequest",
+    "trino_opa.batch": "TrinoOpaRequest",
 }
 # endpoint -> the schema of its answer (Schemas.named): a pyiceberg model, what PyIceberg's
 # RestCatalog parses, or one of the Management API's answers
@@ -357,6 +366,8 @@ RESPONSES: dict[str, str | tuple[str, ...]] = {
     "management_grants.list_principal_grants": "Grants",
     **{f"management_grants.{name}_grants": "Grants" for name in GRANT_OBJECTS},
     **{f"management_grants.{name}_grantable_privileges": "GrantablePrivileges" for name in GRANT_OBJECTS},
+    "trino_opa.allow": "TrinoOpaDecision",
+    "trino_opa.batch": "TrinoOpaFilterResult",
     **dict.fromkeys(("s3_signer.sign_global", "s3_signer.sign_in_warehouse", "s3_signer.sign_for_table"),
                     "S3SignResponse"),
 }
@@ -494,6 +505,12 @@ def _used_parameters(paths: dict[str, dict]) -> dict[str, Any]:
     return {key: value for key, value in PARAMETERS.items() if key in used}
 
 
+def served_document(name: str, *, registry: Registry, authenticated: bool) -> dict:
+    """The document ``/api-docs/<name>/v1/openapi.json`` serves (``authenticated``: the server requires
+    bearer tokens, which the document then asks for, except on the routes of a TOKENLESS one)."""
+    return build_openapi(*DOCUMENTS[name], registry=registry, authenticated=authenticated and name not in TOKENLESS)
+
+
 def build_openapi(prefix: str, title: str, *, registry: Registry, authenticated: bool) -> dict:
     """The document of the routes under ``prefix`` (inside the app's context; ``lakekeeper
     management-openapi`` builds it without a running server)."""
@@ -545,8 +562,8 @@ async def openapi(name: str):
     if name not in DOCUMENTS:
         raise not_found(f"No API document named {name!r}")
     app_state = state()
-    return json_response(build_openapi(*DOCUMENTS[name], registry=app_state.registry,
-                                       authenticated=app_state.authenticator is not None))
+    return json_response(served_document(name, registry=app_state.registry,
+                                         authenticated=app_state.authenticator is not None))
 
 
 @blueprint.get("/swagger-ui")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from quart import Blueprint, request
 
-from lakekeeper_host.api.common import empty, json_body, json_response, metadata, state
+from lakekeeper_host.api.common import empty, json_body, json_response, metadata, query_int, state
 from lakekeeper_host.server.management import grants, permissions
 
 blueprint = Blueprint("management_grants", __name__, url_prefix="/management/v1")
@@ -58,15 +58,17 @@ def _register(endpoint: str, rule: str, kind: str, id_arg: str | None, warehouse
         )
 
     async def list_grants(**args):
-        """The direct grants on the resource (principalUser / principalRole narrow them)"""
-        found = await grants.list_grants(
+        """A page of the direct grants on the resource (principalUser / principalRole narrow them)"""
+        found, next_token = await grants.list_grants(
             state(),
             metadata(),
             await resolve(args),
             request.args.get("principalUser"),
             request.args.get("principalRole"),
+            page_token=request.args.get("pageToken"),
+            size=query_int("pageSize"),
         )
-        return json_response({"grants": found, "next-page-token": None})
+        return json_response({"grants": found, "next-page-token": next_token})
 
     async def apply_grants(**args):
         """Grant (writes) and revoke (deletes) privileges on the resource, at most 100, atomically"""

@@ -431,18 +431,39 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
         "properties": {"user": {"type": "string"}, "role": {"type": "string", "format": "uuid"}},
         "oneOf": [{"required": ["user"]}, {"required": ["role"]}],
     },
-    "Grant": {
+    "GrantEntry": {
         "type": "object", "required": ["privilege", "principal"],
         "properties": {"privilege": {"type": "string"}, "principal": ref("GrantPrincipal")},
     },
+    "GrantResource": {
+        "type": "object", "required": ["type"],
+        "description": "The resource a grant is held on: its type and the ids that address it",
+        "properties": {
+            "type": {"type": "string", "enum": ["server", "project", "warehouse", "namespace", "table", "view",
+                                                "generic-table"]},
+            **{f"{kind}-id": {"type": "string"} for kind in ("project", "warehouse", "namespace", "table", "view",
+                                                             "generic-table")},
+        },
+    },
+    "Grant": {
+        "type": "object", "required": ["privilege", "principal", "resource", "recognized"],
+        "properties": {
+            "privilege": {"type": "string"}, "principal": ref("GrantPrincipal"), "resource": ref("GrantResource"),
+            "recognized": {"type": "boolean", "description": "The privilege is in the authorizer's vocabulary"},
+            "created-at": {**_INSTANT_OR_NULL, "description": "Not kept by the authorizers here: always null"},
+        },
+    },
     "Grants": {
         "type": "object", "required": ["grants"],
-        "properties": {"grants": {"type": "array", "items": ref("Grant")}, "next-page-token": _TEXT_OR_NULL},
+        "properties": {
+            "grants": {"type": "array", "items": ref("Grant")},
+            "next-page-token": {**_TEXT_OR_NULL, "description": "The next page's pageToken; null on the last page"},
+        },
     },
     "ApplyGrantsRequest": {
         "type": "object", "description": "At most 100 entries, writes and deletes together",
-        "properties": {"writes": {"type": "array", "items": ref("Grant")},
-                       "deletes": {"type": "array", "items": ref("Grant")}},
+        "properties": {"writes": {"type": "array", "items": ref("GrantEntry")},
+                       "deletes": {"type": "array", "items": ref("GrantEntry")}},
     },
     "ManagedAccess": {
         "type": "object", "required": ["managed-access"],
@@ -475,6 +496,33 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
     },
     "CheckResponse": {
         "type": "object", "required": ["allowed"], "properties": {"allowed": {"type": "boolean"}},
+    },
+    "TrinoOpaRequest": {
+        "type": "object", "required": ["input"],
+        "description": "Trino's OPA input document, as Trino's OPA access control sends it",
+        "properties": {"input": {
+            "type": "object", "required": ["context", "action"],
+            "properties": {
+                "context": {"type": "object", "required": ["identity"], "properties": {
+                    "identity": {"type": "object", "required": ["user"],
+                                 "properties": {"user": {"type": "string"},
+                                                "groups": _STRINGS}}}},
+                "action": {"type": "object", "required": ["operation"], "properties": {
+                    "operation": {"type": "string"}, "resource": {"type": "object"},
+                    "targetResource": {"type": "object"},
+                    "filterResources": {"type": "array", "maxItems": 10000, "items": {"type": "object"}}}},
+            },
+        }},
+    },
+    "TrinoOpaDecision": {
+        "type": "object", "required": ["result"],
+        "properties": {"result": {"type": "boolean", "description": "Whether Trino may go ahead"}},
+    },
+    "TrinoOpaFilterResult": {
+        "type": "object", "required": ["result"],
+        "properties": {"result": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                                  "description": "The indices of filterResources kept (FilterColumns: of the "
+                                                 "table's columns)"}},
     },
     "BatchCheckRequest": {
         "type": "object", "required": ["checks"],

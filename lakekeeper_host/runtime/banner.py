@@ -40,6 +40,21 @@ def security_warning(state: AppState) -> str | None:
             "without it")
 
 
+# the Trino policy key is a bearer credential sent in a URL path: shorter than 128 random bits in hex
+# (openssl rand -hex 16) is within reach of guessing, or was typed by hand
+TRINO_KEY_MIN_LENGTH = 32
+
+
+def trino_key_warning(state: AppState) -> str | None:
+    """A warning when the Trino policy endpoints are on with a key too short to be a credential."""
+    key = state.settings.host.trino_opa.key
+    if key is None or len(key.get()) >= TRINO_KEY_MIN_LENGTH:
+        return None
+    return (f"SECURITY WARNING: LAKEKEEPER__TRINO_OPA__KEY is {len(key.get())} characters long; it is the only "
+            f"credential of the Trino policy endpoints (/trino/<key>/...), which decide for any Trino user. Use "
+            f"at least {TRINO_KEY_MIN_LENGTH} random characters (openssl rand -hex 16)")
+
+
 def startup_banner(state: AppState) -> str:
     settings = state.settings
     host = settings.bind_ip

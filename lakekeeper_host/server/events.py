@@ -16,6 +16,8 @@ Type names of tabular events are Lakekeeper's (``createTable``, ``updateTable``,
 Lakekeeper emits no CloudEvents for namespaces and warehouses; ours (``createNamespace``,
 ``dropNamespace``, ``updateNamespaceProperties``, ``moveNamespace``, ``createWarehouse``, ``deleteWarehouse``...)
 follow the same naming and carry ``namespace-id`` / ``project-id`` instead of the tabular ones.
+Grants (``createGrant``, ``revokeGrant``: one event per grant that changed, as Lakekeeper's
+``grant_created`` / ``grant_revoked`` audit events) carry ``resource-type`` and ``resource-id``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.server import kinds
+from lakekeeper_host.service.authz import Assignment, Resource
 from lakekeeper_host.service.events import CloudEvent, utc_now_iso
 from lakekeeper_host.service.request import RequestMetadata
 
@@ -68,6 +71,8 @@ MOVE_NAMESPACE = "moveNamespace"
 CREATE_WAREHOUSE = "createWarehouse"
 DELETE_WAREHOUSE = "deleteWarehouse"
 RENAME_WAREHOUSE = "renameWarehouse"
+CREATE_GRANT = "createGrant"
+REVOKE_GRANT = "revokeGrant"
 
 
 @lru_cache(maxsize=1)
@@ -104,7 +109,7 @@ def build_event(
     type: str,
     data: Any = None,
     *,
-    warehouse_id: str,
+    warehouse_id: str | None,
     tabular_type: str | None = None,
     tabular_id: str | None = None,
     namespace: str | Sequence[str] | None = None,
@@ -114,18 +119,21 @@ def build_event(
     num_events: int = 1,
     extra: dict[str, Any] | None = None,
 ) -> CloudEvent:
-    """One CloudEvent with Lakekeeper's extension attributes; ``meta`` is the RequestMetadata."""
+    """One CloudEvent with Lakekeeper's extension attributes; ``meta`` is the RequestMetadata.
+    ``warehouse_id`` None (a change above any warehouse): no ``warehouse-id`` and no ``prefix``."""
     extensions: dict[str, Any] = {}
     if tabular_type is not None:
         extensions["tabular-type"] = tabular_type
     if tabular_id is not None:
         extensions["tabular-id"] = str(tabular_id)
-    extensions["warehouse-id"] = str(warehouse_id)
+    if warehouse_id is not None:
+        extensions["warehouse-id"] = str(warehouse_id)
     if name is not None:
         extensions["name"] = name
     if namespace is not None:
         extensions["namespace"] = namespace_url(namespace)
-    extensions["prefix"] = prefix if prefix is not None else str(warehouse_id)
+    if prefix is not None or warehouse_id is not None:
+        extensions["prefix"] = prefix if prefix is not None else str(warehouse_id)
     extensions["num-events"] = num_events
     extensions["sequence-number"] = sequence_number
     extensions["trace-id"] = str(getattr(meta, "request_id", "") or "")
@@ -624,3 +632,32 @@ def _warehouse_event(
         extra={"project-id": str(project_id) if project_id is not None else None},
     )
     return _publish(state, [event])
+
+
+# ---------------------------------------------------------------- grants
+
+
+def grants_changed(
+    state: AppState,
+    meta: RequestMetadata,
+    resource: Resource,
+    resource_data: dict[str, Any],
+    created: Sequence[Assignment],
+    revoked: Sequence[Assignment],
+) -> list[CloudEvent]:
+    """``createGrant`` / ``revokeGrant``, one per grant that changed (a revoked grant is gone, so its
+    event is the only record that it existed); ``data`` ``{"principal", "privilege", "resource"}``."""
+    changes = [(CREATE_GRANT, a) for a in created] + [(REVOKE_GRANT, a) for a in revoked]
+    events = [
+        build_event(
+            meta,
+            type,
+            {"principal": {a.principal.kind: a.principal.id}, "privilege": a.relation, "resource": resource_data},
+            warehouse_id=resource.warehouse_id,
+            sequence_number=index,
+            num_events=len(changes),
+            extra={"resource-type": resource.kind, "resource-id": resource.id},
+        )
+        for index, (type, a) in enumerate(changes)
+    ]
+    return _publish(state, events)

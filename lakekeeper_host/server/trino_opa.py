@@ -32,7 +32,12 @@ from lakekeeper_host.service.state import AppState
 from lakekeeper_host.store import namespaces as namespace_store
 from lakekeeper_host.store import tabulars as tabular_store
 from lakekeeper_host.store import warehouses as warehouse_store
+from lakekeeper_host.store.tabulars import TabularRow
 from lakekeeper_host.store.warehouses import WarehouseRow
+
+# the most resources one batched request may ask about: a schema of this many tables still answers in
+# a few seconds on a small machine, and a request can no longer make the catalog look up unbounded names
+MAX_FILTER_RESOURCES = 10_000
 
 
 @frozen
@@ -171,6 +176,12 @@ async def batch(state: AppState, meta: RequestMetadata, document: Any) -> list[i
     resources = action.get("filterResources")
     if not isinstance(resources, list):
         raise bad_request("input.action.filterResources must be a list")
+    if len(resources) > MAX_FILTER_RESOURCES:
+        raise bad_request(
+            f"input.action.filterResources holds {len(resources)} resources; at most {MAX_FILTER_RESOURCES} "
+            "are decided in one request",
+            "TooManyFilterResources",
+        )
     if operation not in FILTER_OPERATIONS:
         rules = [_rule(state, actor, operation, _object(r), {}) for r in resources]
         return [i for i, ok in enumerate(await _decide(state, meta, actor, rules)) if ok]
@@ -403,10 +414,18 @@ async def _resolve(state: AppState, checks: set[Check]) -> dict[Check, tuple[Res
         namespaces[(catalog, parts)] = (
             await namespace_store.get_namespace(state.store, warehouse.id, parts) if warehouse else None
         )
-    tabulars: dict[tuple[str, tuple[str, ...]], dict[str, tuple[str, str]]] = {}
-    for key in {(c.catalog, c.schema) for c in checks if c.kind in ("table", "tabular")}:
-        namespace = namespaces[key]
-        tabulars[key] = await tabular_store.live_tabular_kinds(state.store, namespace.id) if namespace else {}
+    # the tables and views named in each schema, one query per schema
+    names: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    for check in checks:
+        if check.kind in ("table", "tabular") and check.name:
+            names.setdefault((check.catalog, check.schema), set()).add(check.name)
+    tabulars: dict[tuple[str, tuple[str, ...]], dict[str, TabularRow]] = {}
+    for (catalog, parts), wanted in names.items():
+        warehouse = warehouses[catalog]
+        found = namespaces[(catalog, parts)] is not None and warehouse is not None
+        tabulars[(catalog, parts)] = (
+            await tabular_store.find_tabulars_by_name(state.store, warehouse.id, parts, wanted) if found else {}
+        )
     resolved: dict[Check, tuple[Resource, str] | None] = {}
     for check in checks:
         warehouse = warehouses[check.catalog]
@@ -418,11 +437,11 @@ async def _resolve(state: AppState, checks: set[Check]) -> dict[Check, tuple[Res
             namespace = namespaces[(check.catalog, check.schema)]
             resolved[check] = (Resource("namespace", namespace.id, warehouse.id), check.action) if namespace else None
         else:
-            found = tabulars[(check.catalog, check.schema)].get((check.name or "").casefold())
-            if found is None or (check.kind == "table" and found[1] != "table"):
+            row = tabulars.get((check.catalog, check.schema), {}).get((check.name or "").casefold())
+            if row is None or row.typ not in ("table", "view") or (check.kind == "table" and row.typ != "table"):
                 resolved[check] = None
-            elif found[1] == "view":
-                resolved[check] = (Resource("view", found[0], warehouse.id), check.view_action or check.action)
+            elif row.typ == "view":
+                resolved[check] = (Resource("view", row.id, warehouse.id), check.view_action or check.action)
             else:
-                resolved[check] = (Resource("table", found[0], warehouse.id), check.action)
+                resolved[check] = (Resource("table", row.id, warehouse.id), check.action)
     return resolved

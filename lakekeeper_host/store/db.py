@@ -105,6 +105,16 @@ def rows_with_ids(db: Executor, table: str, ids: Collection[str], values: dict[s
     return f"(SELECT * FROM {table} WHERE id IN (SELECT value FROM json_each(:{name}))) AS {table}"
 
 
+def is_one_of(db: Executor, column: str, items: Collection[str], values: dict[str, Any], name: str) -> str:
+    """A condition: ``column`` equals one of ``items``, the items ONE parameter (as in
+    :func:`rows_with_ids`), so the statement's text does not change with their count."""
+    if db.is_postgres:
+        values[name] = list(items)
+        return f"{column} = ANY(:{name})"
+    values[name] = dumps(list(items))
+    return f"{column} IN (SELECT value FROM json_each(:{name}))"
+
+
 def _row(record: Any) -> Row | None:
     return None if record is None else dict(record._mapping)
 

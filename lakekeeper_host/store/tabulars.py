@@ -28,7 +28,7 @@ from typing import Any
 
 from attrs import frozen
 
-from lakekeeper_host.store.db import Executor, Row, now_ms, rows_with_ids
+from lakekeeper_host.store.db import Executor, Row, is_one_of, now_ms, rows_with_ids
 from lakekeeper_host.store.namespaces import NamespaceRow, encode_namespace_name, namespace_from_row
 
 
@@ -357,17 +357,6 @@ async def location_conflict(
     return None if row is None else row["location"]
 
 
-async def live_tabular_kinds(db: Executor, namespace_id: str) -> dict[str, tuple[str, str]]:
-    """Every live, committed table and view of a namespace: its ``name_key`` -> ``(id, typ)`` (a
-    policy deciding about many names of one namespace at once, Trino's FilterTables)."""
-    rows = await db.fetch_all(
-        "SELECT id, name_key, typ FROM tabular WHERE namespace_id = :ns AND deleted_at IS NULL AND staged = :false "
-        "AND typ IN ('table', 'view')",
-        {"ns": namespace_id, "false": False},
-    )
-    return {r["name_key"]: (r["id"], r["typ"]) for r in rows}
-
-
 async def get_tabulars_by_ids(db: Executor, tabular_ids: Collection[str]) -> dict[str, TabularRow]:
     """Live (not soft-deleted) rows by id, in one query: the batch check's lookup of many tables."""
     if not tabular_ids:
@@ -376,3 +365,23 @@ async def get_tabulars_by_ids(db: Executor, tabular_ids: Collection[str]) -> dic
     source = rows_with_ids(db, "tabular", tabular_ids, values)
     rows = await db.fetch_all(f"SELECT * FROM {source} WHERE deleted_at IS NULL", values)
     return {row.id: row for row in map(tabular_from_row, rows) if row is not None}
+
+
+async def find_tabulars_by_name(
+    db: Executor, warehouse_id: str, namespace: Sequence[str], names: Collection[str]
+) -> dict[str, TabularRow]:
+    """The live, committed rows (tables, views, generic tables) of one namespace called one of ``names``, in one
+    query: their ``name_key`` (the name case-folded) -> row, any ``typ``, without ``metadata`` (the
+    batch check's and the Trino policy's lookup of many names of one namespace, such as a whole schema
+    for Trino's FilterTables; :func:`find_tabular` asks about one)."""
+    if not names:
+        return {}
+    values: dict[str, Any] = {"w": warehouse_id, "nk": encode_namespace_name(namespace).casefold(), "false": False}
+    wanted = is_one_of(db, "t.name_key", {name.casefold() for name in names}, values, "names")
+    rows = await db.fetch_all(
+        "SELECT " + ", ".join(f"t.{c}" for c in _TABULAR_COLUMNS) + ", NULL AS metadata "
+        "FROM namespace n JOIN tabular t ON t.namespace_id = n.id "
+        f"WHERE n.warehouse_id = :w AND n.name_key = :nk AND {wanted} AND t.deleted_at IS NULL AND t.staged = :false",
+        values,
+    )
+    return {row.name.casefold(): row for row in map(tabular_from_row, rows) if row is not None}

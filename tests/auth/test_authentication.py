@@ -82,6 +82,16 @@ def test_health_and_api_docs_stay_open(auth_server):
     assert httpx.get(auth_server.url + "/api-docs/management/v1/openapi.json").status_code == 200
 
 
+def test_the_trino_policy_document_asks_for_no_token_where_the_others_do(auth_server):
+    """Trino sends no token to its policy endpoint (the key in the path is the credential), so the
+    document of /trino/... must not tell clients to send one."""
+    trino = httpx.get(auth_server.url + "/api-docs/trino-opa/v1/openapi.json").json()
+    management = httpx.get(auth_server.url + "/api-docs/management/v1/openapi.json").json()
+    assert management["security"] == [{"bearerAuth": []}]
+    assert "security" not in trino and "securitySchemes" not in trino["components"]
+    assert set(trino["paths"]) == {"/trino/{key}/allow", "/trino/{key}/batch"}
+
+
 def test_unknown_issuer_is_rejected(auth_server):
     with OidcIssuer("stranger", audience="lakekeeper") as stranger:
         error = assert_rejected(auth_server, stranger.mint("mallory"), mentions="not trusted by this server")

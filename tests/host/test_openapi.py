@@ -20,7 +20,9 @@ from lakekeeper_host.app import create_app
 from lakekeeper_host.config import load_settings
 from lakekeeper_host.plugins import make_plugin_manager
 
-PREFIXES = {"catalog": "/catalog/", "management": "/management/", "generic-table": "/lakekeeper/"}
+PREFIXES = {
+    "catalog": "/catalog/", "management": "/management/", "generic-table": "/lakekeeper/", "trino-opa": "/trino/"
+}
 
 
 @pytest.fixture(scope="module")

@@ -244,3 +244,20 @@ def test_a_failed_startup_is_one_line_with_exit_2_and_no_connection_help(tmp_pat
     assert f"OpenFGA at http://127.0.0.1:{nothing_there} (LAKEKEEPER__OPENFGA__ENDPOINT) is unreachable" in line
     assert "Traceback" not in result.stderr and '"level": "ERROR"' not in result.stderr
     assert "Lakekeeper is serving" not in result.stdout + result.stderr
+
+
+def test_a_short_trino_policy_key_is_warned_about_and_a_long_one_is_not(tmp_path):
+    """The Trino policy key is the only credential of /trino/<key>/...: one too short to be random
+    is a loud warning at startup (the key itself never appears in it)."""
+    for key, warned in (("trino-key", True), ("5b0e1f0c8a9d4e3f9c2b7a6d1e0f4c3b", False)):
+        workdir = tmp_path / str(len(key))
+        workdir.mkdir()
+        env = clean_env(LAKEKEEPER__LISTEN_PORT=str(free_port()), LAKEKEEPER__METRICS__ENABLED="false",
+                        LAKEKEEPER__TRINO_OPA__KEY=key)
+        with serving(env=env, cwd=workdir) as output:
+            pass
+        warnings = [json.loads(line) for line in output if line.startswith("{") and "TRINO_OPA__KEY" in line]
+        assert len(warnings) == int(warned), output
+        if warned:
+            assert warnings[0]["level"] == "WARNING" and "9 characters" in warnings[0]["message"]
+        assert not any(key in line for line in output)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from lakekeeper_host.store import Executor, Store, projects
+from lakekeeper_host.store import Executor, Store, namespaces, projects, tabulars, warehouses
 from lakekeeper_host.store.migrate import (
     MigrationError,
     _statements,
@@ -153,5 +153,42 @@ async def test_compare_and_swap_reports_the_loser(store_url):
 
         outcomes = await asyncio.gather(*(swap(f"v{i}") for i in range(1, 6)))
         assert sum(outcomes) == 1
+    finally:
+        await store.disconnect()
+
+
+async def test_many_tables_and_views_of_a_namespace_are_found_by_name_in_one_lookup(store_url):
+    """The batch check's lookup of a schema's worth of names (Trino's FilterTables): names in any
+    case, either kind, never a soft-deleted or staged row, nor a namesake in another namespace."""
+    store = Store(store_url)
+    await store.connect()
+    try:
+        await migrate(store)
+        async with store.transaction() as tx:
+            await projects.create_project(tx, "p", "project")
+            await warehouses.insert_warehouse(tx, warehouse_id="w", project_id="p", name="lake",
+                                              storage_profile={"type": "file"}, storage_secret_id=None,
+                                              delete_profile={"type": "hard"})
+            for ns_id, parts in (("ns", ["Sales"]), ("other", ["other"])):
+                await namespaces.insert_namespace(tx, namespace_id=ns_id, warehouse_id="w", parts=parts,
+                                                  parent_id=None, properties={})
+            for tabular_id, ns_id, name, typ, staged in (
+                ("t1", "ns", "Orders", "table", False), ("v1", "ns", "orders_view", "view", False),
+                ("s1", "ns", "staged", "table", True), ("d1", "ns", "dropped", "table", False),
+                ("o1", "other", "elsewhere", "table", False),
+            ):
+                await tabulars.insert_tabular(tx, tabular_id=tabular_id, warehouse_id="w", namespace_id=ns_id,
+                                              name=name, typ=typ, location=f"file:///w/{tabular_id}",
+                                              metadata_location=None if staged else f"file:///w/{tabular_id}.json",
+                                              metadata=None if staged else "{}", staged=staged)
+            await tx.execute("UPDATE tabular SET deleted_at = 1 WHERE id = 'd1'")
+
+        names = ["ORDERS", "orders_view", "staged", "dropped", "elsewhere", "missing"]
+        found = await tabulars.find_tabulars_by_name(store, "w", ["sales"], names)
+        assert {key: (row.id, row.typ) for key, row in found.items()} == {
+            "orders": ("t1", "table"), "orders_view": ("v1", "view")
+        }
+        assert await tabulars.find_tabulars_by_name(store, "w", ["no_such_namespace"], names) == {}
+        assert await tabulars.find_tabulars_by_name(store, "w", ["sales"], []) == {}
     finally:
         await store.disconnect()

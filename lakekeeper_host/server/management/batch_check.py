@@ -132,7 +132,8 @@ def _namespace_parts(value: Any, where: str) -> tuple[str, ...]:
 
 
 class _Finder:
-    """Looks up the objects of a batch, each distinct one once (tables by id in one query)."""
+    """Looks up the objects of a batch, each distinct one once: tables and views by id in one query,
+    by name in one query per namespace (a lone name goes through the lookup cache instead)."""
 
     def __init__(self, state: AppState, meta: RequestMetadata) -> None:
         self.state, self.meta = state, meta
@@ -143,6 +144,7 @@ class _Finder:
         keys = [self._key(c) for c in checks]
         table_ids = {k[2] for k in keys if k[0] == "tabular-id"}
         by_id = await tabular_store.get_tabulars_by_ids(self.state.store, table_ids)
+        await self._find_named_tabulars(keys)
         for key in keys:
             if key in self.found:
                 continue
@@ -154,6 +156,23 @@ class _Finder:
             else:
                 self.found[key] = await self._lookup(key)
         return [(self.found[k], _label(k)) for k in keys]
+
+    async def _find_named_tabulars(self, keys: Sequence[tuple]) -> None:
+        """Tables and views named in a namespace that more than one name of the batch is in: one
+        query each (Trino's FilterTables names a whole schema)."""
+        names: dict[tuple[str, tuple[str, ...]], set[str]] = defaultdict(set)
+        for key in keys:
+            if key[0] == "tabular":
+                names[(key[2], key[3])].add(key[4].casefold())
+        rows = {
+            place: await tabular_store.find_tabulars_by_name(self.state.store, *place, wanted)
+            for place, wanted in names.items()
+            if len(wanted) > 1
+        }
+        for key in keys:
+            if key[0] == "tabular" and (key[2], key[3]) in rows:
+                row = rows[(key[2], key[3])].get(key[4].casefold())
+                self.found[key] = Resource(key[1], row.id, key[2]) if row is not None and row.typ == key[1] else None
 
     def _key(self, check: Check) -> tuple:
         target, kind, where = check.target, check.kind, f"checks[{check.index}].operation.{check.kind}"

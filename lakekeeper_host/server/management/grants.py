@@ -20,14 +20,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from lakekeeper_host.errors import CatalogError, bad_request, forbidden
+from lakekeeper_host.errors import CatalogError, bad_request
 from lakekeeper_host.server.authorize import checking_actor
 from lakekeeper_host.server.management.permissions import (
     principal_from_json,
     principal_from_query,
     require,
     require_visible,
+    resource_json,
+    write_assignments,
 )
+from lakekeeper_host.server.pagination import decode_page_token, encode_page_token, page_size
 from lakekeeper_host.service.authz import Assignment, Principal, PrivilegeDescriptor, Resource, grant_action
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
@@ -84,18 +87,48 @@ async def _require_read(
         await require(state, meta, "read_assignments", resource)
 
 
-def grant_json(assignment: Assignment) -> dict[str, Any]:
-    return {"privilege": assignment.relation, "principal": {assignment.principal.kind: assignment.principal.id}}
+def grant_json(assignment: Assignment, resource: Resource, recognized: bool) -> dict[str, Any]:
+    # created-at: the authorizers here do not keep when a grant was made (Lakekeeper's field is optional)
+    return {
+        "principal": {assignment.principal.kind: assignment.principal.id},
+        "resource": resource_json(resource),
+        "privilege": assignment.relation,
+        "recognized": recognized,
+        "created-at": None,
+    }
+
+
+def _grant_order(assignment: Assignment) -> tuple[str, str, str]:
+    return (assignment.principal.kind, assignment.principal.id, assignment.relation)
 
 
 async def list_grants(
-    state: AppState, meta: RequestMetadata, resource: Resource, user: str | None, role: str | None
-) -> list[dict[str, Any]]:
-    """``GET .../grants``: the direct grants on the resource, optionally of one principal."""
+    state: AppState,
+    meta: RequestMetadata,
+    resource: Resource,
+    user: str | None,
+    role: str | None,
+    *,
+    page_token: str | None = None,
+    size: int | None = None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """``GET .../grants``: a page of the direct grants on the resource, optionally of one principal,
+    and the token of the next page (None on the last). Pages follow (principal, privilege) order: the
+    authorizer answers a resource's grants whole, so a page is a slice of them after the token's grant."""
     principal = principal_from_query(user, role)
+    after = decode_page_token(page_token, str, str, str)
+    limit = page_size(state, size)
     await _require_read(state, meta, resource, principal)
-    found = await state.authorizer.read_assignments(resource)
-    return [grant_json(a) for a in found if principal is None or a.principal == principal]
+    found = sorted(
+        (a for a in await state.authorizer.read_assignments(resource) if principal is None or a.principal == principal),
+        key=_grant_order,
+    )
+    if after is not None:
+        found = [a for a in found if _grant_order(a) > after]
+    page = found[:limit]
+    next_token = encode_page_token(*_grant_order(page[-1])) if len(found) > limit else None
+    known = {p.name for p in state.authorizer.privileges(resource.kind)}
+    return [grant_json(a, resource, a.relation in known) for a in page], next_token
 
 
 def _parse_entries(state: AppState, kind: str, body: Any) -> tuple[list[Assignment], list[Assignment]]:
@@ -147,9 +180,7 @@ async def apply_grants(state: AppState, meta: RequestMetadata, resource: Resourc
     # visibility first: a hidden object answers 404 whatever the body, as a missing one does
     await require_visible(state, meta, resource)
     writes, deletes = _parse_entries(state, resource.kind, body)
-    if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
-        raise forbidden("Grants need a caller")
-    await state.authorizer.write_assignments(meta.actor, resource, writes, deletes)
+    await write_assignments(state, meta, resource, writes, deletes)
 
 
 async def grantable_privileges(

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lakekeeper_host.errors import CatalogError, bad_request, forbidden, not_found
+from lakekeeper_host.server import events
 from lakekeeper_host.server.authorize import SEE, allowed_actions, authorize
 from lakekeeper_host.server.resolve import resolve_project_id
 from lakekeeper_host.service.authz import ACTIONS, Assignment, Principal, Resource
@@ -169,14 +170,47 @@ async def get_assignments(
     return [assignment_json(a) for a in found]
 
 
+def resource_json(resource: Resource) -> dict[str, Any]:
+    """Where a grant is held, as Lakekeeper's grant listing names it: ``{"type": ..., <its ids>}``
+    (``generic_table`` spelled ``generic-table``)."""
+    kind = resource.kind.replace("_", "-")
+    if resource.kind == "server":
+        return {"type": kind}
+    if resource.warehouse_id is None or resource.kind == "warehouse":
+        return {"type": kind, f"{kind}-id": resource.id}
+    return {"type": kind, "warehouse-id": resource.warehouse_id, f"{kind}-id": resource.id}
+
+
+async def write_assignments(
+    state: AppState,
+    meta: RequestMetadata,
+    resource: Resource,
+    writes: Sequence[Assignment],
+    deletes: Sequence[Assignment],
+) -> None:
+    """Grant ``writes`` and revoke ``deletes`` through the authorizer (which checks the caller may),
+    then publish one event per grant that changed: the grants before the write tell which (an
+    authorizer writes idempotently and does not say)."""
+    if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
+        raise forbidden("Grants need a caller")
+    before = set(await state.authorizer.read_assignments(resource))
+    await state.authorizer.write_assignments(meta.actor, resource, writes, deletes)
+    events.grants_changed(
+        state,
+        meta,
+        resource,
+        resource_json(resource),
+        [a for a in writes if a not in before],
+        [a for a in deletes if a in before],
+    )
+
+
 async def update_assignments(state: AppState, meta: RequestMetadata, resource: Resource, body: Any) -> None:
     """``POST .../assignments``: the authorizer checks that the caller may grant each relation. The body
     is read only once the caller may see the object: a 400 for a hidden one would reveal that it exists."""
     await require_visible(state, meta, resource)
     writes, deletes = parse_assignment_update(body)
-    if meta.actor is None:  # pragma: no cover - every HTTP request has an actor
-        raise forbidden("Grants need a caller")
-    await state.authorizer.write_assignments(meta.actor, resource, writes, deletes)
+    await write_assignments(state, meta, resource, writes, deletes)
 
 
 def _managed_access_kind(resource: Resource) -> None:

@@ -118,11 +118,11 @@ def build_catalog(server: CatalogServer, double: OpenFgaDouble, store_name: str,
 
 
 @contextlib.contextmanager
-def served_catalog(double: OpenFgaDouble, idp: OidcIssuer, warehouse_root: str,
-                   names: tuple[str, ...]) -> Iterator[tuple[CatalogServer, Catalog, tuple[Caller, ...]]]:
+def served_catalog(double: OpenFgaDouble, idp: OidcIssuer, warehouse_root: str, names: tuple[str, ...],
+                   **extra_env: str) -> Iterator[tuple[CatalogServer, Catalog, tuple[Caller, ...]]]:
     """An OpenFGA + OIDC server with alice's catalog built (:func:`build_catalog`) and a caller per name
     (the first is alice); the server stops afterwards."""
-    server, store_name = openfga_oidc_server(double, idp)
+    server, store_name = openfga_oidc_server(double, idp, **extra_env)
     try:
         callers = tuple(Caller(server, idp, name) for name in names)
         yield server, build_catalog(server, double, store_name, callers[0], warehouse_root), callers

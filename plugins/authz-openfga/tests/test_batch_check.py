@@ -193,3 +193,29 @@ def test_asking_about_someone_else_does_not_reveal_what_the_caller_cannot_see(se
             assert real.json()["error"]["type"] == missing.json()["error"]["type"] == "NoSuchTableException"
         else:
             assert real.json() == missing.json() == {"results": [{"allowed": False}]}
+
+
+def test_many_names_of_one_namespace_are_found_in_any_case_and_only_as_their_kind(setup) -> None:
+    """Names of one namespace are looked up together; each answer is still the named object's: a
+    table asked about as a view, a dropped table and a missing name are denied, case is ignored."""
+    _, catalog, alice, bob, _ = setup
+    wh = catalog.warehouse_id
+    prefix = f"/catalog/v1/{wh}/namespaces/sales/tables"
+    for name in ("c_kept", "c_granted", "c_dropped"):
+        assert alice.post(prefix, json={"name": name, "schema": SCHEMA}).status_code == 200
+    assert alice.request("DELETE", f"{prefix}/c_dropped").status_code == 204
+    granted = alice.get(f"{prefix}/c_granted").json()["metadata"]["table-uuid"]
+    grant = {"type": "select", "user": bob.user_id}
+    assert alice.grant(f"/warehouse/{wh}/table/{granted}", writes=[grant]).status_code == 204
+
+    def check(kind: str, name: str) -> dict:
+        return {"operation": {kind: {"action": "get_metadata", "warehouse-id": wh, "namespace": ["sales"], kind: name}}}
+
+    asked = [("table", "c_kept"), ("table", "C_KEPT"), ("view", "c_kept"), ("table", "c_dropped"),
+             ("table", "c_missing"), ("table", "c_granted"), ("table", "C_Granted")]
+    try:
+        checks = [check(kind, name) for kind, name in asked]
+        assert [r["allowed"] for r in _batch(alice, checks)] == [True, True, False, False, False, True, True]
+        assert [r["allowed"] for r in _batch(bob, checks)] == [False, False, False, False, False, True, True]
+    finally:
+        alice.grant(f"/warehouse/{wh}/table/{granted}", deletes=[grant])

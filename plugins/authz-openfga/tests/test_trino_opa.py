@@ -101,6 +101,20 @@ def test_a_malformed_input_is_a_400(policy_client) -> None:
         assert response.json()["error"]["type"] == "BadRequestException"
 
 
+def test_a_batch_over_the_documented_limit_is_a_400_and_one_at_it_is_decided(policy_client) -> None:
+    def filter_tables(count: int) -> dict:
+        resources = [{"table": {"catalogName": "lake", "schemaName": "sales", "tableName": f"t{i}"}}
+                     for i in range(count)]
+        return trino_input("owner", {"operation": "FilterTables", "filterResources": resources})
+
+    too_many = ask_catalog(policy_client, "batch", filter_tables(10_001))
+    assert too_many.status_code == 400, too_many.text
+    error = too_many.json()["error"]
+    assert error["type"] == "TooManyFilterResources" and "at most 10000" in error["message"]
+    at_limit = ask_catalog(policy_client, "batch", filter_tables(10_000))
+    assert at_limit.status_code == 200 and at_limit.json() == {"result": []}  # none of these names exist
+
+
 @pytest.fixture(scope="module")
 def opa_engine_class():
     """OPA's engine; the tests that need it skip, before any server starts, without the package."""
@@ -156,6 +170,25 @@ def test_many_names_are_listed_once_and_checked_by_id(opa, served) -> None:
     assert ask_opa(opa, "batch", trino_input("member", action)) == [0, 1, 2]
     listed = served.log_path.read_text(errors="replace").count("/namespaces/sales/views -> 200") - before
     assert listed == (1 if opa_mode(opa) == "listed" else 0)
+
+
+def test_a_generic_table_is_never_a_trino_table(opa, policy_client) -> None:
+    """The owner may see everything, but a generic table named like a Trino table is not one: both
+    ways keep only the real table (the catalog looks names up whatever their kind)."""
+    action = {
+        "operation": "FilterTables",
+        "filterResources": [
+            {"table": {"catalogName": "lake", "schemaName": "sales", "tableName": name}}
+            for name in ("orders", "frames", "FRAMES")
+        ],
+    }
+    native = ask_catalog(policy_client, "batch", trino_input("owner", action))
+    assert native.status_code == 200 and native.json() == {"result": [0]}
+    assert ask_opa(opa, "batch", trino_input("owner", action)) == [0]
+    select = {"operation": "SelectFromColumns", "resource": {"table": {
+        "catalogName": "lake", "schemaName": "sales", "tableName": "frames", "columns": ["id"]}}}
+    assert ask_catalog(policy_client, "allow", trino_input("owner", select)).json() == {"result": False}
+    assert ask_opa(opa, "allow", trino_input("owner", select)) is False
 
 
 def opa_mode(engine) -> str:

@@ -434,6 +434,9 @@ def build_world(server: CatalogServer, token: Any, warehouse_root: str) -> dict[
         },
     )
     ids["orders_summary"] = view.json()["metadata"]["view-uuid"]
+    # a generic table is no Trino table: FilterTables never keeps it
+    call("POST", f"/lakekeeper/v1/{warehouse_id}/namespaces/sales/generic-tables", json={"name": "frames",
+                                                                                      "format": "lance"})
     role_id = call("POST", "/management/v1/role", json={"name": "analysts"}).json()["id"]
     perms = "/management/v1/permissions"
     call(
