@@ -155,7 +155,8 @@ _COMPILED: set[str] = set()
 def byte_compile_server(source: str | None = None) -> None:
     """Byte-compile the server's package and the plugins it loads, once per run, as ``pip install``
     does: with ``PYTHONDONTWRITEBYTECODE`` set (as in this project's sessions) an editable checkout
-    has no ``.pyc`` files, and every start would compile ~200 modules again (0.18 s of a 1.35 s start's CPU, 2026-11-26).
+    has no ``.pyc`` files, and every start would compile ~200 modules
+    again (0.18 s of a 1.35 s start's CPU, 2026-11-26).
     ``source`` is a directory holding another ``lakekeeper_host`` (``bench cpu --baseline``)."""
     from importlib.metadata import entry_points
     from importlib.util import find_spec
