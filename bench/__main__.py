@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     cpu.add_argument("--workloads", default="load_table",
                      help="comma list: load_table,head_table,list_tables,read_tree")
     cpu.add_argument("--baseline", help="a directory holding another lakekeeper_host package: runs alternate with it")
+    cpu.add_argument("--baseline-env", action="append", metavar="NAME=VALUE",
+                     help="an environment variable of the baseline server (repeatable); without --baseline "
+                          "the baseline is this checkout with these variables")
     cpu.add_argument("--profile", help="write py-spy collapsed stacks of one more loadTable run to this file")
     commands.add_parser("setup-peers", help="install lakana-server into its own venv (for the lakana peer)")
     commands.add_parser("report", help="rewrite RESULTS.md and plots from a result JSON").add_argument("json")

@@ -9,6 +9,10 @@ With ``--baseline DIR`` a second server runs the ``lakekeeper_host`` package fou
 ``git archive main lakekeeper_host | tar -x -C DIR``) on its own database, and the runs alternate
 between the two (A B A B ...), so both see the same neighbours; the ratio is the figure to trust.
 
+With ``--baseline-env NAME=VALUE`` (repeatable) the baseline server gets these variables too; without
+``--baseline`` it runs this checkout, so one setting is compared with its default
+(``--baseline-env LAKEKEEPER__EVENT_LOOP=asyncio``).
+
 With ``--profile FILE`` py-spy samples the server during one extra loadTable run and writes the
 collapsed stacks (``--format raw``) to FILE; ``bench.profile`` turns them into the breakdown table
 of RESULTS.md.
@@ -97,9 +101,10 @@ def profile(pid: int, seconds: float, out: str, run: Any) -> None:
 
 
 @contextlib.contextmanager
-def populated(backend: str, workers: int, source: str | None, tree: Tree) -> Iterator[tuple[OurServer, str, str]]:
+def populated(backend: str, workers: int, source: str | None, tree: Tree,
+              env: dict[str, str] | None = None) -> Iterator[tuple[OurServer, str, str]]:
     """A server with the tree dataset: ``(server, base URL, spec route root)``."""
-    with our_server(backend, workers=workers, source=source) as server:
+    with our_server(backend, workers=workers, source=source, env=env) as server:
         target = {"name": "lakekeeper", "catalog_url": server.url + "/catalog", "warehouse": WAREHOUSE}
         created = run_driver("create_tree", {"target": target, "shape": tree.shape.as_dict(), "with_views": True})
         if created.get("errors_by_status") or "failed" in created:
@@ -114,8 +119,10 @@ def main(args: Any) -> int:
                            "load_average_start": [round(v, 2) for v in os.getloadavg()]}
     with contextlib.ExitStack() as stack:
         targets = {"current": stack.enter_context(populated(args.backend, args.workers, None, tree))}
-        if args.baseline:
-            targets["baseline"] = stack.enter_context(populated(args.backend, args.workers, args.baseline, tree))
+        baseline_env = dict(item.split("=", 1) for item in args.baseline_env or ())
+        if args.baseline or baseline_env:
+            targets["baseline"] = stack.enter_context(populated(args.backend, args.workers, args.baseline, tree,
+                                                                env=baseline_env))
         for name in args.workloads.split(","):
             runs: dict[str, list[dict[str, Any]]] = {label: [] for label in targets}
             for _ in range(args.repeat):
@@ -141,7 +148,7 @@ def main(args: Any) -> int:
             print(json.dumps({name: entry}), flush=True)
         if args.profile:
             # alternating: current, baseline, current, baseline (two profiles each, merged per build)
-            for round_ in range(2 if args.baseline else 1):
+            for round_ in range(2 if "baseline" in targets else 1):
                 for label, (server, base, root) in targets.items():
                     path = args.profile if label == "current" else f"{args.profile}.baseline"
                     part = f"{path}.{round_}"

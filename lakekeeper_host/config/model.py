@@ -206,6 +206,10 @@ class HostConfig:
     # hypercorn worker processes (metrics are aggregated by the parent)
     # example: 4
     workers: int = 1
+    # the event loop that serves requests: auto is uvloop when it is installed (the `fast` extra; 5-8%
+    # less server CPU per loadTable, bench/RESULTS.md), else asyncio's own
+    # example: asyncio
+    event_loop: str = field(default="auto", validator=validators.in_(("auto", "uvloop", "asyncio")))
     # build self-links from the X-Forwarded-Host/Proto/Port/Prefix headers of a proxy (false: the Host header only)
     use_x_forwarded_headers: bool = True
     # requests without x-project-id use DEFAULT_PROJECT_ID

@@ -7,6 +7,7 @@ so it names what is active, not what is installed.
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import urlsplit
 
 from lakekeeper_host import __version__
@@ -70,5 +71,11 @@ def startup_banner(state: AppState) -> str:
         f"authorizer: {settings.host.authz_backend}; "
         f"secret store: {secret_store}; "
         f"event sinks: {', '.join(sinks) or 'none'}; "
-        f"storage: {', '.join(storage) or 'none'}"
+        f"storage: {', '.join(storage) or 'none'}; "
+        f"event loop: {running_event_loop()}"
     )
+
+
+def running_event_loop() -> str:
+    """``uvloop`` or ``asyncio``: the loop this process serves on (LAKEKEEPER__EVENT_LOOP, the `fast` extra)."""
+    return "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import logging
 import time
+from collections.abc import Callable
 from email.utils import formatdate
 
 from hypercorn.config import Config as HypercornConfig
 
-from lakekeeper_host.config import Settings
+from lakekeeper_host.config import ConfigError, Settings
 
 
 class ServerConfig(HypercornConfig):
@@ -36,6 +39,7 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     host = f"[{bind_ip}]" if ":" in bind_ip else bind_ip
     config.bind = [f"{host}:{settings.host.listen_port}"]
     config.workers = settings.host.workers
+    config.worker_class = event_loop_name(settings)
     config.graceful_timeout = 10
     config.accesslog = None
     # hypercorn's own lines through the root logger (JSON), not through a second, plain-text handler
@@ -44,3 +48,24 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     # until a request's headers are complete); the body is bounded by MAX_REQUEST_TIME
     config.keep_alive_timeout = settings.host.http_keep_alive_timeout.total_seconds()
     return config
+
+
+def event_loop_name(settings: Settings) -> str:
+    """``uvloop`` or ``asyncio``: hypercorn's worker class for ``LAKEKEEPER__EVENT_LOOP``."""
+    choice = settings.host.event_loop
+    installed = importlib.util.find_spec("uvloop") is not None
+    if choice == "uvloop" and not installed:
+        raise ConfigError("LAKEKEEPER__EVENT_LOOP=uvloop but uvloop is not installed "
+                          "(pip install 'lakekeeper-host[fast]', or LAKEKEEPER__EVENT_LOOP=asyncio)")
+    if choice == "auto":
+        return "uvloop" if installed else "asyncio"
+    return choice
+
+
+def event_loop_factory(settings: Settings) -> Callable[[], asyncio.AbstractEventLoop]:
+    """What the one-process server runs hypercorn on (hypercorn's own runner does the same for workers)."""
+    if event_loop_name(settings) == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return asyncio.new_event_loop

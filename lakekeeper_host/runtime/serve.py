@@ -15,7 +15,7 @@ from hypercorn.utils import LifespanFailureError
 from lakekeeper_host.app import STARTUP_ERROR, create_app
 from lakekeeper_host.config import ConfigError, Settings
 from lakekeeper_host.registry import Registry, StartupError
-from lakekeeper_host.runtime.hypercorn_settings import hypercorn_config
+from lakekeeper_host.runtime.hypercorn_settings import event_loop_factory, hypercorn_config
 from lakekeeper_host.runtime.lifecycle import check_backend_selection, ensure_schema
 from lakekeeper_host.runtime.multiworker import serve_workers
 from lakekeeper_host.runtime.snippets import connection_snippets
@@ -41,6 +41,7 @@ def connection_help(settings: Settings, warehouse: str = "demo") -> str:
 def serve(settings: Settings, pm: pluggy.PluginManager) -> int:
     registry = Registry.collect(pm)
     check_backend_selection(settings, registry)
+    loop_factory = event_loop_factory(settings)  # LAKEKEEPER__EVENT_LOOP=uvloop without uvloop fails here
     asyncio.run(preflight(settings))
     if settings.host.workers > 1:
         if settings.force_start:
@@ -62,7 +63,8 @@ def serve(settings: Settings, pm: pluggy.PluginManager) -> int:
         await hypercorn_serve(app, hypercorn_config(settings), shutdown_trigger=shutdown.wait)
 
     try:
-        asyncio.run(run())
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            runner.run(run())
     except LifespanFailureError:
         raise startup_failure(app.extensions.get(STARTUP_ERROR)) from None
     return 0

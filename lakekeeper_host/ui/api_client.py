@@ -8,10 +8,11 @@ with the signed-in user's bearer token and the selected project. A failed call r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 
 class ApiError(Exception):
@@ -50,6 +51,8 @@ class ConsoleApi:
             headers["authorization"] = f"Bearer {token}"
         if project_id:
             headers["x-project-id"] = project_id
+        import httpx  # on the first console page, not when the server starts
+
         self._client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=asgi_app), base_url=base_url, headers=headers, timeout=None
         )

@@ -18,7 +18,6 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-import httpx
 from cryptography.fernet import Fernet, InvalidToken
 from quart import session
 
@@ -70,6 +69,8 @@ class ConsoleAuth:
 
     async def discovery(self) -> dict[str, Any]:
         if self._discovery is None:
+            import httpx  # sign-in only: not loaded when the server starts
+
             async with httpx.AsyncClient(timeout=10) as client:
                 response = await client.get(self.provider_uri + "/.well-known/openid-configuration")
                 response.raise_for_status()
@@ -124,6 +125,8 @@ class ConsoleAuth:
         """The provider's end-session URL (RP-initiated logout), or None to stay in the console."""
         if self.ui.openid_post_logout_redirect_disabled:
             return None
+        import httpx
+
         try:
             endpoint = (await self.discovery()).get("end_session_endpoint")
         except httpx.HTTPError:

@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import httpx
 from markupsafe import Markup
 from quart import (
     Blueprint,
@@ -249,6 +248,8 @@ async def login():
     auth = console_auth()
     if not auth.enabled:
         return redirect(url_for("console.home"))
+    import httpx  # the console's sign-in only: not loaded when the server starts
+
     try:
         target = await auth.authorization_url(redirect_uri(), safe_next(request.args.get("next")))
     except (httpx.HTTPError, KeyError, ValueError) as error:

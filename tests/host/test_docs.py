@@ -93,8 +93,14 @@ def test_containerfile_calls_real_commands_and_variables():
     for line in by_name["COPY"]:
         for source in line.split()[:-1]:
             assert (REPO / source).exists(), source
-    for path in by_name["RUN"][0].split("pip install --no-cache-dir", 1)[1].split("&&")[0].split():
+    import tomllib
+
+    for argument in by_name["RUN"][0].split("pip install --no-cache-dir", 1)[1].split("&&")[0].split():
+        path, _, extras = argument.strip("\"'").partition("[")  # ".[fast]": the checkout with an extra
         assert (REPO / path / "pyproject.toml").is_file(), path
+        project = tomllib.loads((REPO / path / "pyproject.toml").read_text())["project"]
+        declared = project.get("optional-dependencies", {})
+        assert all(extra in declared for extra in filter(None, extras.rstrip("]").split(","))), argument
 
 
 def test_kubernetes_manifest_parses_and_runs_real_commands():

@@ -42,11 +42,12 @@ def error_lines(stderr: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def serving(*args: str, env: dict[str, str], cwd: Path) -> Iterator[list[str]]:
+def serving(*args: str, env: dict[str, str], cwd: Path,
+            entry: tuple[str, ...] = ("-m", "lakekeeper_host")) -> Iterator[list[str]]:
     """``lakekeeper <args> serve`` until /health answers; yields the output lines so far (and later)."""
     port = int(env["LAKEKEEPER__LISTEN_PORT"])
     process = subprocess.Popen(
-        [sys.executable, "-m", "lakekeeper_host", *args, "serve"], cwd=cwd, env=env,
+        [sys.executable, *entry, *args, "serve"], cwd=cwd, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     output: list[str] = []
@@ -261,3 +262,50 @@ def test_a_short_trino_policy_key_is_warned_about_and_a_long_one_is_not(tmp_path
         if warned:
             assert warnings[0]["level"] == "WARNING" and "9 characters" in warnings[0]["message"]
         assert not any(key in line for line in output)
+
+
+def banners_of(output: list[str], count: int, timeout: float = 30) -> list[str]:
+    """The startup banners of ``count`` processes (one per worker), waiting for the slower workers."""
+    deadline = time.monotonic() + timeout
+    while True:
+        banners = [json.loads(line)["message"] for line in list(output)
+                   if line.startswith("{") and '"message": "Lakekeeper ' in line]
+        if len(banners) >= count or time.monotonic() > deadline:
+            return banners
+        time.sleep(0.1)
+
+
+def test_workers_serve_on_uvloop_when_it_is_installed(tmp_path):
+    pytest.importorskip("uvloop")  # the `fast` extra; the test extra installs it
+    env = clean_env(LAKEKEEPER__LISTEN_PORT=str(free_port()), LAKEKEEPER__METRICS__ENABLED="false",
+                    LAKEKEEPER__WORKERS="2")
+    with serving(env=env, cwd=tmp_path) as output:
+        banners = banners_of(output, 2)
+        assert httpx.get(f"http://127.0.0.1:{env['LAKEKEEPER__LISTEN_PORT']}/catalog/v1/config",
+                         params={"warehouse": "demo"}).status_code == 200
+    assert len(banners) == 2 and all(banner.endswith("event loop: uvloop") for banner in banners), banners
+
+
+def test_event_loop_asyncio_serves_on_asyncios_own_loop(tmp_path):
+    env = clean_env(LAKEKEEPER__LISTEN_PORT=str(free_port()), LAKEKEEPER__METRICS__ENABLED="false",
+                    LAKEKEEPER__EVENT_LOOP="asyncio")
+    with serving(env=env, cwd=tmp_path) as output:
+        assert httpx.get(f"http://127.0.0.1:{env['LAKEKEEPER__LISTEN_PORT']}/catalog/v1/config",
+                         params={"warehouse": "demo"}).status_code == 200
+    assert banner_of(output).endswith("event loop: asyncio")
+
+
+def test_event_loop_uvloop_without_uvloop_is_a_config_error(tmp_path):
+    # an interpreter where `import uvloop` fails (a None entry in sys.modules blocks the import)
+    blocked = "import sys; sys.modules['uvloop'] = None; from lakekeeper_host.cli import main; sys.exit(main())"
+    env = clean_env(LAKEKEEPER__LISTEN_PORT=str(free_port()), LAKEKEEPER__EVENT_LOOP="uvloop")
+    result = subprocess.run([sys.executable, "-c", blocked, "serve"], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    [line] = error_lines(result.stderr)
+    assert "LAKEKEEPER__EVENT_LOOP=uvloop but uvloop is not installed" in line and "[fast]" in line
+    assert "Traceback" not in result.stderr
+    # the default falls back to asyncio's loop in the same interpreter: `auto` never fails
+    with serving(env={**env, "LAKEKEEPER__EVENT_LOOP": "auto"}, cwd=tmp_path, entry=("-c", blocked)) as output:
+        pass
+    assert banner_of(output).endswith("event loop: asyncio")

@@ -34,9 +34,8 @@ import string
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import JWKRegistry
@@ -45,6 +44,9 @@ from lakekeeper_host.config.model import AuthConfig, OpenIdProviderConfig
 from lakekeeper_host.errors import CatalogError
 from lakekeeper_host.registry import StartupError
 from lakekeeper_host.service.authz import Actor
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +316,8 @@ class OidcProvider:
         return self.jwks_uri is not None
 
     async def _get_json(self, url: str, what: str) -> Any:
+        import httpx  # loaded by Authenticator.start: only a server with authentication needs it
+
         try:
             response = await self.http.get(url)
         except httpx.HTTPError as exc:
@@ -577,6 +581,8 @@ class KubernetesProvider:
             raise identity_provider_unavailable(
                 K8S_IDP_ID, f"cannot read the server's service-account token: {exc}"
             ) from None
+        import httpx  # loaded by Authenticator.start
+
         try:
             response = await self.http.post(self.url, json=body, headers={"Authorization": f"Bearer {own_token}"})
         except httpx.HTTPError as exc:
@@ -649,6 +655,8 @@ class Authenticator:
         """
         if not auth.enabled:
             return None
+        import httpx  # here, not at import: a server without authentication starts without it
+
         configs = provider_configs(auth)
         http = httpx.AsyncClient(timeout=HTTP_TIMEOUT_SECONDS, follow_redirects=True)
         clients = [http]

@@ -18,7 +18,6 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from attrs import field, frozen
 
 from lakekeeper_host.errors import CatalogError
@@ -27,6 +26,7 @@ from lakekeeper_host.service.storage_errors import http_failure, network_error, 
 from lakekeeper_storage_gcs.locations import GcsLocation
 
 if TYPE_CHECKING:
+    import httpx
     import requests
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,8 @@ async def exchange_token(
         "subject_token": subject_token,
         "options": json.dumps(boundary, separators=(",", ":")),
     }
+    import httpx  # loaded with the client that calls here: discovering the plugin does not load it
+
     started = clock()
     # what the endpoint answered stays out of the messages (storage_errors); it goes to the log
     try:
