@@ -55,22 +55,10 @@ def auth_env(idp_one, idp_two) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
-def auth_server(request, idp_one, idp_two):
+def auth_server(request, idp_one, idp_two, lakekeeper_server_factory):
     """A server that requires tokens from either issuer, once per database backend."""
     env = two_provider_env(idp_one, idp_two) | IDLE_POLLING  # no auth test waits for a task
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url_factory")()
-        env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-    srv = CatalogServer(env)
-    srv.backend = request.param
-    srv.start()
-    if request.param == "postgres":
-        token = idp_one.mint("root")
-        httpx.post(
-            srv.url + "/management/v1/bootstrap",
-            json={"accept-terms-of-use": True},
-            headers={"Authorization": f"Bearer {token}"},
-        ).raise_for_status()
+    srv = lakekeeper_server_factory(env, backend=request.param, bootstrap_token=idp_one.mint("root"))
     yield srv
     srv.close()
 
