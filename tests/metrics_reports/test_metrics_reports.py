@@ -240,8 +240,8 @@ def test_retention_keeps_the_newest_per_table_and_expires_old_ones(bounded_serve
 
 
 @pytest.mark.slow  # own server processes or waits out timeouts
-def test_disabled_reports_are_accepted_and_discarded(tmp_path):
-    server = CatalogServer({"LAKEKEEPER__METRICS_REPORTS__ENABLED": "false"}).start()
+def test_disabled_reports_are_accepted_and_discarded(tmp_path, lakekeeper_server_factory):
+    server = lakekeeper_server_factory({"LAKEKEEPER__METRICS_REPORTS__ENABLED": "false"})
     try:
         tables = Tables(server, str(tmp_path))
         table_id = tables.create()

@@ -5,7 +5,6 @@ see ``permissions_setup.py``)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from permissions_setup import SCHEMA, Caller, served_catalog
@@ -17,16 +16,11 @@ BATCH = "/management/v1/action/batch-check"
 
 
 @pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("batch", audience="lakekeeper") as issuer:
-        yield issuer
-
-
-@pytest.fixture(scope="module")
-def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
+def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, lakekeeper_server_factory):
     warehouse_root = str(tmp_path_factory.mktemp("batch-wh"))
     names = ("alice", "bob", "root")
-    with served_catalog(double, idp, warehouse_root, names) as (server, catalog, (alice, bob, root)):
+    with served_catalog(lakekeeper_server_factory,
+                        double, idp, warehouse_root, names) as (server, catalog, (alice, bob, root)):
         yield server, catalog, alice, bob, root
 
 

@@ -5,8 +5,6 @@ they show up in normal requests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from permissions_setup import PERMS, Caller, served_catalog
 
@@ -18,16 +16,11 @@ CATEGORIES = {"metadata", "read", "write", "create", "security", "administration
 
 
 @pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("grants", audience="lakekeeper") as issuer:
-        yield issuer
-
-
-@pytest.fixture(scope="module")
-def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
+def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, lakekeeper_server_factory):
     warehouse_root = str(tmp_path_factory.mktemp("grants-wh"))
     names = ("alice", "bob", "carol", "root")
-    with served_catalog(double, idp, warehouse_root, names) as (_, catalog, (alice, bob, carol, root)):
+    with served_catalog(lakekeeper_server_factory,
+                        double, idp, warehouse_root, names) as (_, catalog, (alice, bob, carol, root)):
         yield catalog, alice, bob, carol, root
 
 

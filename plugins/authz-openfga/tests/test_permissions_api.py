@@ -15,10 +15,11 @@ from lakekeeper_testing.openfga_double import OpenFgaDouble
 
 
 @pytest.fixture(scope="module")
-def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
+def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, lakekeeper_server_factory):
     warehouse_root = str(tmp_path_factory.mktemp("perms-wh"))
     names = ("alice", "bob", "root")
-    with served_catalog(double, idp, warehouse_root, names) as (server, catalog, (alice, bob, root)):
+    with served_catalog(lakekeeper_server_factory,
+                        double, idp, warehouse_root, names) as (server, catalog, (alice, bob, root)):
         yield server, catalog, alice, bob, root
 
 

@@ -126,11 +126,9 @@ def shared_key_credential():
 
 
 @pytest.fixture(scope="session")
-def adls_server(azurite) -> Iterator[Any]:
+def adls_server(azurite, lakekeeper_server_factory) -> Iterator[Any]:
     """A catalog server (SQLite) with this plugin installed."""
-    from lakekeeper_testing.server import CatalogServer
-
-    server = CatalogServer().start()
+    server = lakekeeper_server_factory()
     try:
         yield server
     finally:

@@ -92,9 +92,11 @@ def gcs_env(storage_endpoint: str, sts: StsDouble) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def gcs_server(fake_gcs: FakeGcsServer, gcs_proxy: RecordingProxy, sts: StsDouble) -> Iterator[CatalogServer]:
+def gcs_server(
+    fake_gcs: FakeGcsServer, gcs_proxy: RecordingProxy, sts: StsDouble, lakekeeper_server_factory
+) -> Iterator[CatalogServer]:
     """A catalog server (embedded SQLite) with this plugin installed, on fake-gcs-server through the proxy."""
-    server = CatalogServer(gcs_env(gcs_proxy.url, sts)).start()
+    server = lakekeeper_server_factory(gcs_env(gcs_proxy.url, sts))
     try:
         yield server
     finally:
