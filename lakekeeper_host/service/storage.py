@@ -218,3 +218,9 @@ def is_sublocation(location: str, parent: str) -> bool:
     location = location.rstrip("/")
     parent = parent.rstrip("/")
     return location == parent or location.startswith(parent + "/")
+
+
+def is_below_root(location: str, root: str) -> bool:
+    """True when ``location`` lies strictly below the warehouse root ``root`` (both canonical): where
+    a table may live; the root itself is not a table location."""
+    return location != root and is_sublocation(location, root)

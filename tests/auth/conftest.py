@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
 
+from lakekeeper_testing.http_double import JsonHandler
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import IDLE_POLLING, CatalogServer
 from lakekeeper_testing.services import free_port
@@ -137,9 +138,7 @@ class FakeTokenReview:
     def __enter__(self) -> FakeTokenReview:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
+        class Handler(JsonHandler):
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
@@ -150,12 +149,7 @@ class FakeTokenReview:
                     status, answer = 401, {"kind": "Status", "code": 401}
                 else:
                     status, answer = 201, fake.review(body)
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(status, answer)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True

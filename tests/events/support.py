@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, Self
 
 from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.services import read_kafka_topic
+from lakekeeper_testing.services import create_kafka_topic, read_kafka_topic
 
 AUDIENCE = "lakekeeper"
 
@@ -20,17 +20,7 @@ def oidc_env(idp: OidcIssuer) -> dict[str, str]:
 
 
 def create_topic(bootstrap: str, topic: str) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
-    async def run() -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
-        finally:
-            await admin.close()
-
-    asyncio.run(run())
+    asyncio.run(create_kafka_topic(bootstrap, topic))
 
 
 # ---------------------------------------------------------------- receiving events

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lakekeeper_testing.server import CatalogServer, start_server
+from lakekeeper_testing.server import CatalogServer
 
 MGMT = "/management/v1"
 SETTING = "LAKEKEEPER__FILE_STORAGE_ALLOWED_ROOTS"
@@ -27,10 +27,9 @@ def create(server: CatalogServer, root: str | Path) -> httpx.Response:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def default_server(request):
+def default_server(request, lakekeeper_server_factory):
     """A server with the default allow-list: its data directory."""
-    pg_url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
-    server = start_server({SETTING: ""}, pg_url=pg_url)
+    server = lakekeeper_server_factory({SETTING: ""}, backend=request.param)
     yield server
     server.close()
 

@@ -17,7 +17,7 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from lakekeeper_testing.server import CatalogServer, create_file_warehouse, start_server
+from lakekeeper_testing.server import CatalogServer, create_file_warehouse
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 
@@ -212,11 +212,10 @@ def test_reports_go_with_their_table(tables, server):
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def bounded_server(request):
+def bounded_server(request, lakekeeper_server_factory):
     """At most 3 reports per table, none older than 2 seconds."""
     env = {"LAKEKEEPER__METRICS_REPORTS__MAX_REPORTS_PER_TABLE": "3", "LAKEKEEPER__METRICS_REPORTS__MAX_AGE": "2s"}
-    url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
-    server = start_server(env, pg_url=url)
+    server = lakekeeper_server_factory(env, backend=request.param)
     yield server
     server.close()
 

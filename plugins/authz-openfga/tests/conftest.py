@@ -26,3 +26,15 @@ def double() -> Iterator[OpenFgaDouble]:
     fake = OpenFgaDouble().start()
     yield fake
     fake.stop()
+
+
+@pytest.fixture(scope="module")
+def permissions_world(double: OpenFgaDouble, idp, tmp_path_factory, lakekeeper_server_factory):
+    """An OpenFGA + OIDC server of this module with alice's catalog built (``permissions_setup``):
+    ``(server, catalog, alice, bob, carol, root)``; bob and carol start with nothing."""
+    from permissions_setup import served_catalog
+
+    root = str(tmp_path_factory.mktemp("perms-wh"))
+    names = ("alice", "bob", "carol", "root")
+    with served_catalog(lakekeeper_server_factory, double, idp, root, names) as (server, catalog, callers):
+        yield (server, catalog, *callers)

@@ -6,22 +6,16 @@ they show up in normal requests."""
 from __future__ import annotations
 
 import pytest
-from permissions_setup import PERMS, Caller, served_catalog
-
-from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.openfga_double import OpenFgaDouble
+from permissions_setup import PERMS, Caller
 
 API = "/management/v1"
 CATEGORIES = {"metadata", "read", "write", "create", "security", "administration"}
 
 
 @pytest.fixture(scope="module")
-def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, lakekeeper_server_factory):
-    warehouse_root = str(tmp_path_factory.mktemp("grants-wh"))
-    names = ("alice", "bob", "carol", "root")
-    with served_catalog(lakekeeper_server_factory,
-                        double, idp, warehouse_root, names) as (_, catalog, (alice, bob, carol, root)):
-        yield catalog, alice, bob, carol, root
+def setup(permissions_world):
+    _, catalog, alice, bob, carol, root = permissions_world
+    return catalog, alice, bob, carol, root
 
 
 def _table(catalog) -> str:

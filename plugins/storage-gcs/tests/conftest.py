@@ -63,12 +63,6 @@ def stranger_key(sts: StsDouble) -> dict[str, str]:
 
 
 @pytest.fixture
-def key_prefix() -> str:
-    """A fresh folder in the bucket per test, so tests never see each other's objects."""
-    return f"t-{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
 def gcs_profile(key_prefix: str):
     """``gcs_profile(**overrides)``: storage-profile JSON for the fake-gcs-server bucket."""
 

@@ -13,10 +13,12 @@ starting a server of its own. Each skips the tests that need it when its binary 
 - ``seaweed_sts``: SeaweedFS with STS; the role ``vended`` may do anything in its buckets, so only
   a session policy narrows vended credentials. ``seaweed_two_users``: SeaweedFS with two identities.
 - ``nats_server``, ``kafka_broker``, ``openbao``, ``azurite``.
+- ``key_prefix``: a fresh folder name per test, so storage tests never see each other's objects.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -114,6 +116,12 @@ def lakekeeper_server(request, lakekeeper_server_factory) -> Iterator[CatalogSer
     server = lakekeeper_server_factory(backend=request.param)
     yield server
     server.close()
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    """A fresh folder in a shared bucket or filesystem per test, so tests never see each other's objects."""
+    return f"t-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,7 @@ from lakekeeper_host.service.storage import (
     TableConfig,
     ValidationProbes,
     VendedAccess,
-    is_sublocation,
+    is_below_root,
 )
 from lakekeeper_host.service.storage_errors import answer_error, network_error, network_failure
 from lakekeeper_storage_adls.locations import (
@@ -263,10 +263,7 @@ class AdlsStorage:
             self.profile.allow_alternative_protocols and scheme in ALTERNATIVE_SCHEMES
         ):
             return False
-        normalized = canonical(location)
-        base = str(self._base)
-        # strictly below the warehouse root: the root itself is not a table location
-        return normalized != base and is_sublocation(normalized, base)
+        return is_below_root(canonical(location), str(self._base))
 
     def _blob_path(self, location: str) -> AdlsLocation:
         """The canonical location, which must lie in this warehouse's filesystem."""

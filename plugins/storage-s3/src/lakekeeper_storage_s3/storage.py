@@ -32,7 +32,7 @@ from lakekeeper_host.service.storage import (
     TableConfig,
     ValidationProbes,
     VendedAccess,
-    is_sublocation,
+    is_below_root,
 )
 from lakekeeper_host.service.storage_errors import answer_error, network_error
 from lakekeeper_storage_s3 import signing
@@ -306,10 +306,7 @@ class S3Storage:
         scheme = scheme_of(location)
         if scheme != "s3" and not (self.profile.alternative_protocols_allowed and scheme in ("s3a", "s3n")):
             return False
-        normalized = canonical(location)
-        base = str(self._base)
-        # strictly below the warehouse root: the root itself is not a table location
-        return normalized != base and is_sublocation(normalized, base)
+        return is_below_root(canonical(location), str(self._base))
 
     def _parse(self, location: str) -> S3Location:
         try:
