@@ -6,6 +6,7 @@ endpoint nor directory-scoped SAS (``sr=d``, an ADLS Gen2 feature): tests that n
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import threading
 import time
@@ -75,11 +76,8 @@ class ManagedIdentityEndpoint:
 
 @pytest.fixture(scope="session")
 def managed_identity() -> Iterator[ManagedIdentityEndpoint]:
-    endpoint = ManagedIdentityEndpoint()
-    try:
+    with contextlib.closing(ManagedIdentityEndpoint()) as endpoint:
         yield endpoint
-    finally:
-        endpoint.close()
 
 
 def _adls_profile(azurite: Azurite, key_prefix: str, **overrides: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ the double received, never by expecting a 403 from the store.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -27,11 +28,8 @@ BUCKET = "lakekeeper-gcs"
 @pytest.fixture(scope="session")
 def gcs_proxy() -> Iterator[RecordingProxy]:
     """Its port only: it starts once fake-gcs-server runs (see ``fake_gcs``)."""
-    proxy = RecordingProxy()
-    try:
+    with contextlib.closing(RecordingProxy()) as proxy:
         yield proxy
-    finally:
-        proxy.close()
 
 
 @pytest.fixture(scope="session")

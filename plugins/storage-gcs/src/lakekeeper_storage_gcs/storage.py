@@ -24,7 +24,7 @@ from lakekeeper_host.service.storage import (
     TableConfig,
     ValidationProbes,
     VendedAccess,
-    is_below_root,
+    is_table_location,
 )
 from lakekeeper_host.service.storage_errors import (
     StorageFailure,
@@ -228,9 +228,7 @@ class GcsStorage:
         return canonical(location)
 
     def is_allowed_location(self, location: str) -> bool:
-        if location.partition("://")[0].lower() != "gs":
-            return False
-        return is_below_root(canonical(location), str(self._base))
+        return is_table_location(location, str(self._base), ("gs",), canonical)
 
     def _parse(self, location: str) -> GcsLocation:
         try:
