@@ -288,20 +288,17 @@ def test_storage_forms_come_from_the_plugin_classes():
                     "sts-token-validity-seconds": 60, "sts-session-tags": {"team": "data"}}
 
 
-def test_a_token_the_api_refuses_is_explained_not_retried_in_a_loop(lakekeeper_server_factory):
+def test_a_token_the_api_refuses_is_explained_not_retried_in_a_loop(idp, lakekeeper_server_factory):
     """The provider issues tokens for audience ``lakekeeper``; the server wants ``elsewhere``."""
-    from lakekeeper_testing.oidc import OidcIssuer
-
-    with OidcIssuer(audience="lakekeeper") as idp:
-        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "elsewhere"}
-        with lakekeeper_server_factory(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
-            _, back_to_console = sign_in(console, idp, "peter")
-            callback = console.get(back_to_console)
-            assert callback.status_code == 302 and callback.headers["location"].endswith("/ui/warehouses")
-            refused = console.get("/ui/warehouses")
-            assert refused.status_code == 401
-            assert "audience" in refused.text.lower()  # the API's own reason
-            assert console.get("/ui/warehouses").status_code == 401  # signed out: the sign-in page, no loop
+    env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "elsewhere"}
+    with lakekeeper_server_factory(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+        _, back_to_console = sign_in(console, idp, "peter")
+        callback = console.get(back_to_console)
+        assert callback.status_code == 302 and callback.headers["location"].endswith("/ui/warehouses")
+        refused = console.get("/ui/warehouses")
+        assert refused.status_code == 401
+        assert "audience" in refused.text.lower()  # the API's own reason
+        assert console.get("/ui/warehouses").status_code == 401  # signed out: the sign-in page, no loop
 
 
 def test_a_refused_s3_warehouse_form_comes_back_without_its_secret(console):
@@ -360,21 +357,18 @@ def test_the_ui_settings_shape_sign_in_snippets_and_sign_out(lakekeeper_server_f
             assert console.get("/ui/warehouses").status_code == 401
 
 
-def test_ui_openid_token_type_id_token_sends_the_id_token_to_the_api(lakekeeper_server_factory):
+def test_ui_openid_token_type_id_token_sends_the_id_token_to_the_api(idp, lakekeeper_server_factory):
     """The issuer's access tokens are for audience ``lakekeeper``, its id tokens for the client id;
     a server that accepts only the client id works with ``UI__OPENID_TOKEN_TYPE=id_token``."""
-    from lakekeeper_testing.oidc import OidcIssuer
-
-    with OidcIssuer(audience="lakekeeper") as idp:
-        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "console-app",
-               "LAKEKEEPER__UI__OPENID_CLIENT_ID": "console-app"}
-        with lakekeeper_server_factory({**env, "LAKEKEEPER__UI__OPENID_TOKEN_TYPE": "id_token"}) as srv, \
-                httpx.Client(base_url=srv.url, timeout=30) as console:
-            _, back_to_console = sign_in(console, idp, "peter")
-            console.get(back_to_console)
-            assert console.get("/ui/warehouses").status_code == 200
-        with lakekeeper_server_factory(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
-            _, back_to_console = sign_in(console, idp, "peter")
-            console.get(back_to_console)
-            refused = console.get("/ui/warehouses")  # the access token (the default) has the wrong audience
-            assert refused.status_code == 401 and "audience" in refused.text.lower()
+    env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "console-app",
+           "LAKEKEEPER__UI__OPENID_CLIENT_ID": "console-app"}
+    with lakekeeper_server_factory({**env, "LAKEKEEPER__UI__OPENID_TOKEN_TYPE": "id_token"}) as srv, \
+            httpx.Client(base_url=srv.url, timeout=30) as console:
+        _, back_to_console = sign_in(console, idp, "peter")
+        console.get(back_to_console)
+        assert console.get("/ui/warehouses").status_code == 200
+    with lakekeeper_server_factory(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+        _, back_to_console = sign_in(console, idp, "peter")
+        console.get(back_to_console)
+        refused = console.get("/ui/warehouses")  # the access token (the default) has the wrong audience
+        assert refused.status_code == 401 and "audience" in refused.text.lower()
