@@ -40,17 +40,17 @@ def lakekeeper_storage_profiles() -> list[StorageSpec[Any, Any]]:
 
 
 @hookspec
-def lakekeeper_secret_stores() -> list[BackendSpec[SecretStore]]:
+def lakekeeper_secret_stores() -> list[BackendSpec[SecretStore, Any]]:
     """Return secret-store specs; one is selected by ``LAKEKEEPER__SECRET_BACKEND``."""
 
 
 @hookspec
-def lakekeeper_authorizers() -> list[BackendSpec[Authorizer]]:
+def lakekeeper_authorizers() -> list[BackendSpec[Authorizer, Any]]:
     """Return authorizer specs; one is selected by ``LAKEKEEPER__AUTHZ_BACKEND``."""
 
 
 @hookspec
-def lakekeeper_event_sinks() -> list[BackendSpec[EventSink]]:
+def lakekeeper_event_sinks() -> list[BackendSpec[EventSink, Any]]:
     """Return event-sink specs.
 
     Fan-out: every sink whose factory returns a non-``None`` object receives every event.
@@ -59,7 +59,7 @@ def lakekeeper_event_sinks() -> list[BackendSpec[EventSink]]:
 
 
 @hookspec
-def lakekeeper_contract_checkers() -> list[BackendSpec[ContractChecker]]:
+def lakekeeper_contract_checkers() -> list[BackendSpec[ContractChecker, Any]]:
     """Return contract-checker specs.
 
     Every enabled checker runs, in registration order, on table and view commits, drops and
@@ -68,7 +68,7 @@ def lakekeeper_contract_checkers() -> list[BackendSpec[ContractChecker]]:
 
 
 @hookspec
-def lakekeeper_task_queues() -> list[TaskQueueSpec]:
+def lakekeeper_task_queues() -> list[TaskQueueSpec[Any]]:
     """Return task-queue specs: a queue name, its config class and the async task handler."""
 
 

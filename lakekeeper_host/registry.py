@@ -11,10 +11,13 @@ from attrs import field, frozen
 from lakekeeper_host.config import HostConfig, PgConfig, Settings
 
 if TYPE_CHECKING:
+    from lakekeeper_host.service.state import AppState
     from lakekeeper_host.service.storage import Storage
+    from lakekeeper_host.service.tasks import TaskContext, TaskOutcome, TaskRow
     from lakekeeper_host.store import Store
 
 T = TypeVar("T")
+# a settings section's class; a backend's or task queue's config class
 C = TypeVar("C")
 # a storage type's profile and credential classes (attrs, structured from the management API's JSON)
 P = TypeVar("P")
@@ -68,20 +71,22 @@ class BuildContext:
 
 
 @frozen
-class BackendSpec(Generic[T]):
+class BackendSpec(Generic[T, C]):
     """A selectable or fan-out backend contributed by a plugin.
 
-    ``factory(config, ctx)`` is awaited once at startup; it returns the backend object, or
-    ``None`` when the backend is not configured (fan-out kinds only). ``migrate(config, ctx)``, when
-    given, is awaited by ``lakekeeper migrate`` for the selected backend (an authorizer writing its
-    model); it must be idempotent and returns a line for the operator, or ``None``.
+    ``factory(config, ctx)`` is awaited once at startup; ``config`` is the settings section of
+    ``config_cls`` (``settings.section(config_cls)``; ``None`` without a config class). It returns
+    the backend object, or ``None`` when the backend is not configured (fan-out kinds only).
+    ``migrate(config, ctx)``, when given, is awaited by ``lakekeeper migrate`` for the selected
+    backend (an authorizer writing its model); it must be idempotent and returns a line for the
+    operator, or ``None``.
     """
 
     name: str
-    factory: Callable[[Any, BuildContext], Awaitable[T | None]]
-    config_cls: type | None = None
+    factory: Callable[[C, BuildContext], Awaitable[T | None]]
+    config_cls: type[C] | None = None
     aliases: tuple[str, ...] = ()
-    migrate: Callable[[Any, BuildContext], Awaitable[str | None]] | None = None
+    migrate: Callable[[C, BuildContext], Awaitable[str | None]] | None = None
 
     def names(self) -> tuple[str, ...]:
         return (normalize_name(self.name), *(normalize_name(a) for a in self.aliases))
@@ -109,18 +114,19 @@ class StorageSpec(Generic[P, K]):
 
 
 @frozen
-class TaskQueueSpec:
-    """A task queue: ``handler(task, ctx)`` runs one task; ``config_cls`` is its per-warehouse config."""
+class TaskQueueSpec(Generic[C]):
+    """A task queue: ``handler(task, ctx)`` runs one attempt of a task (``service/tasks.py``: what it
+    gets and returns); ``config_cls`` is its per-warehouse (or per-project) config."""
 
     name: str
-    handler: Callable[..., Awaitable[Any]]
-    config_cls: type | None = None
+    handler: Callable[[TaskRow, TaskContext], Awaitable[TaskOutcome]]
+    config_cls: type[C] | None = None
     default_workers: int = 2
     # queues a user may schedule through the management API (built-in OSS queues are not)
     user_schedulable: bool = False
-    # ``await on_config_set(state, project_id, warehouse_id, parsed_config)`` after the config API
-    # stored a new queue config (a queue that schedules its own tasks reacts to being enabled)
-    on_config_set: Callable[..., Awaitable[None]] | None = None
+    # ``await on_config_set(state, project_id, warehouse_id, config)`` after the config API stored a
+    # new queue config (a queue that schedules its own tasks reacts to being enabled)
+    on_config_set: Callable[[AppState, str, str | None, C], Awaitable[None]] | None = None
 
 
 def normalize_name(name: str) -> str:
@@ -132,11 +138,11 @@ class Registry:
     """Everything the installed plugins contribute, keyed by normalised name."""
 
     storage: dict[str, StorageSpec[Any, Any]]
-    secret_stores: dict[str, BackendSpec[Any]]
-    authorizers: dict[str, BackendSpec[Any]]
-    event_sinks: dict[str, BackendSpec[Any]]
-    contract_checkers: dict[str, BackendSpec[Any]]
-    task_queues: dict[str, TaskQueueSpec]
+    secret_stores: dict[str, BackendSpec[Any, Any]]
+    authorizers: dict[str, BackendSpec[Any, Any]]
+    event_sinks: dict[str, BackendSpec[Any, Any]]
+    contract_checkers: dict[str, BackendSpec[Any, Any]]
+    task_queues: dict[str, TaskQueueSpec[Any]]
     # plugin name -> what it contributed, for `lakekeeper plugins` and /management/v1/plugins
     contributions: dict[str, list[str]] = field(factory=dict)
 
@@ -179,7 +185,7 @@ class Registry:
         )
 
     @staticmethod
-    def _select(table: dict[str, BackendSpec[Any]], name: str, setting: str) -> BackendSpec[Any]:
+    def _select(table: dict[str, BackendSpec[Any, Any]], name: str, setting: str) -> BackendSpec[Any, Any]:
         try:
             return table[normalize_name(name)]
         except KeyError:
@@ -188,10 +194,10 @@ class Registry:
                 f"{setting}={name!r} is not a known backend; available: {available}"
             ) from None
 
-    def authorizer(self, name: str) -> BackendSpec[Any]:
+    def authorizer(self, name: str) -> BackendSpec[Any, Any]:
         return self._select(self.authorizers, name, "LAKEKEEPER__AUTHZ_BACKEND")
 
-    def secret_store(self, name: str) -> BackendSpec[Any]:
+    def secret_store(self, name: str) -> BackendSpec[Any, Any]:
         return self._select(self.secret_stores, name, "LAKEKEEPER__SECRET_BACKEND")
 
     def storage_spec(self, storage_type: str) -> StorageSpec[Any, Any] | None:

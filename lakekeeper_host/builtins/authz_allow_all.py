@@ -10,5 +10,5 @@ async def _build(config: None, ctx: BuildContext) -> AllowAllAuthorizer:
 
 
 @hookimpl
-def lakekeeper_authorizers() -> list[BackendSpec[Authorizer]]:
+def lakekeeper_authorizers() -> list[BackendSpec[Authorizer, None]]:
     return [BackendSpec(name="allowall", aliases=("allow-all",), factory=_build)]

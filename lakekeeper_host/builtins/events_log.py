@@ -27,5 +27,5 @@ async def _build(config: None, ctx: BuildContext) -> LogSink | None:
 
 
 @hookimpl
-def lakekeeper_event_sinks() -> list[BackendSpec[EventSink]]:
+def lakekeeper_event_sinks() -> list[BackendSpec[EventSink, None]]:
     return [BackendSpec(name="log", factory=_build)]

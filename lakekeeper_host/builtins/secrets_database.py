@@ -182,7 +182,7 @@ async def _build(config: None, ctx: BuildContext) -> DatabaseSecretStore:
 
 
 @hookimpl
-def lakekeeper_secret_stores() -> list[BackendSpec[SecretStore]]:
+def lakekeeper_secret_stores() -> list[BackendSpec[SecretStore, None]]:
     return [BackendSpec(name="postgres", aliases=("database", "sqlite"), factory=_build)]
 
 

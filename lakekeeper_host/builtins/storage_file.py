@@ -33,7 +33,7 @@ from lakekeeper_host.service.storage import (
     TableAccessRequest,
     TableConfig,
     ValidationProbes,
-    is_sublocation,
+    is_below_root,
     join_location,
 )
 
@@ -131,11 +131,9 @@ class FileStorage:
         return location.rstrip("/")
 
     def is_allowed_location(self, location: str) -> bool:
-        # strictly below the root: the root itself is not a table location
         if not location.startswith("file:"):
             return False
-        normalized = self.normalize_location(location)
-        return normalized != self._base and is_sublocation(normalized, self._base)
+        return is_below_root(self.normalize_location(location), self._base)
 
     def _confined(self, location: str) -> Path:
         """The path of ``location``, refused unless it resolves (symbolic links followed) into the root."""

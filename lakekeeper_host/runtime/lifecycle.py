@@ -77,7 +77,7 @@ async def ensure_schema(store: Store, settings: Settings) -> None:
         )
 
 
-async def _build(spec: BackendSpec, settings: Settings, ctx: BuildContext) -> Any:
+async def _build(spec: BackendSpec[Any, Any], settings: Settings, ctx: BuildContext) -> Any:
     config = settings.section(spec.config_cls) if spec.config_cls is not None else None
     return await spec.factory(config, ctx)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from typing import Any
 
 from lakekeeper_host.ids import new_id
 from lakekeeper_host.registry import TaskQueueSpec
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 DB_ERROR_BACKOFF_S = 5.0
 
 
-def worker_count(state: AppState, spec: TaskQueueSpec) -> int:
+def worker_count(state: AppState, spec: TaskQueueSpec[Any]) -> int:
     host = state.settings.host
     raw = state.settings.raw
     builtin = {
@@ -50,7 +51,7 @@ def worker_count(state: AppState, spec: TaskQueueSpec) -> int:
     return spec.default_workers
 
 
-async def poll_queue(state: AppState, spec: TaskQueueSpec, worker_id: str) -> None:
+async def poll_queue(state: AppState, spec: TaskQueueSpec[Any], worker_id: str) -> None:
 
     interval = state.settings.host.task_poll_interval.total_seconds()
     while True:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import frozen
@@ -10,6 +11,10 @@ from attrs import frozen
 from lakekeeper_host.errors import CatalogError
 
 if TYPE_CHECKING:
+    from pyiceberg.table.metadata import TableMetadata
+    from pyiceberg.typedef import IcebergBaseModel
+    from pyiceberg.view.metadata import ViewMetadata
+
     from lakekeeper_host.store.tabulars import TabularRow
 
 log = logging.getLogger(__name__)
@@ -57,14 +62,19 @@ class RenameDestination:
 
 
 class ContractChecker(Protocol):
-    """``updates`` are pyiceberg's table or view updates of one commit; ``metadata`` the table's or
-    view's metadata before it (None when the commit creates the table)."""
+    """``updates`` are pyiceberg's update models of one commit (``pyiceberg.table.update``: each has
+    its ``action``); a table's ``metadata`` is the table's before the commit (None when the commit
+    creates the table), a view's the view's as the commit leaves it."""
 
     name: str
 
-    async def check_table_updates(self, updates: list[Any], metadata: Any) -> Violation | None: ...
+    async def check_table_updates(
+        self, updates: Sequence[IcebergBaseModel], metadata: TableMetadata | None
+    ) -> Violation | None: ...
 
-    async def check_view_updates(self, updates: list[Any], metadata: Any) -> Violation | None: ...
+    async def check_view_updates(
+        self, updates: Sequence[IcebergBaseModel], metadata: ViewMetadata
+    ) -> Violation | None: ...
 
     async def check_drop(self, tabular: TabularView) -> Violation | None: ...
 
@@ -87,10 +97,10 @@ class ContractCheckers:
                 log.info("ContractChecker %r blocked change: %s", checker.name, violation.message)
                 raise CatalogError(409, violation.type, violation.message)
 
-    async def check_table_updates(self, updates: list[Any], metadata: Any) -> None:
+    async def check_table_updates(self, updates: Sequence[IcebergBaseModel], metadata: TableMetadata | None) -> None:
         await self._run("check_table_updates", updates, metadata)
 
-    async def check_view_updates(self, updates: list[Any], metadata: Any) -> None:
+    async def check_view_updates(self, updates: Sequence[IcebergBaseModel], metadata: ViewMetadata) -> None:
         await self._run("check_view_updates", updates, metadata)
 
     async def check_drop(self, tabular: TabularView) -> None:

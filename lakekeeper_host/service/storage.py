@@ -218,3 +218,15 @@ def is_sublocation(location: str, parent: str) -> bool:
     location = location.rstrip("/")
     parent = parent.rstrip("/")
     return location == parent or location.startswith(parent + "/")
+
+
+def is_below_root(location: str, root: str) -> bool:
+    """True when ``location`` lies strictly below the warehouse root ``root`` (both canonical): where
+    a table may live; the root itself is not a table location."""
+    return location != root and is_sublocation(location, root)
+
+
+def is_table_location(location: str, root: str, schemes: Sequence[str], canonical: Callable[[str], str]) -> bool:
+    """An object store's ``Storage.is_allowed_location``: ``location`` has one of ``schemes`` (lower
+    case) and, spelled ``canonical``-ly, lies strictly below the warehouse root ``root``."""
+    return location.partition("://")[0].lower() in schemes and is_below_root(canonical(location), root)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
 
+from lakekeeper_testing.http_double import JsonHandler
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.server import IDLE_POLLING, CatalogServer
 from lakekeeper_testing.services import free_port
@@ -55,22 +56,10 @@ def auth_env(idp_one, idp_two) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
-def auth_server(request, idp_one, idp_two):
+def auth_server(request, idp_one, idp_two, lakekeeper_server_factory):
     """A server that requires tokens from either issuer, once per database backend."""
     env = two_provider_env(idp_one, idp_two) | IDLE_POLLING  # no auth test waits for a task
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_url_factory")()
-        env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-    srv = CatalogServer(env)
-    srv.backend = request.param
-    srv.start()
-    if request.param == "postgres":
-        token = idp_one.mint("root")
-        httpx.post(
-            srv.url + "/management/v1/bootstrap",
-            json={"accept-terms-of-use": True},
-            headers={"Authorization": f"Bearer {token}"},
-        ).raise_for_status()
+    srv = lakekeeper_server_factory(env, backend=request.param, bootstrap_token=idp_one.mint("root"))
     yield srv
     srv.close()
 
@@ -149,9 +138,7 @@ class FakeTokenReview:
     def __enter__(self) -> FakeTokenReview:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
+        class Handler(JsonHandler):
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
@@ -162,12 +149,7 @@ class FakeTokenReview:
                     status, answer = 401, {"kind": "Status", "code": 401}
                 else:
                     status, answer = 201, fake.review(body)
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(status, answer)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True

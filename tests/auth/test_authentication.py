@@ -168,8 +168,8 @@ def test_instance_admin_flag_in_whoami(auth_server, idp_one):
 # ---------------------------------------------------------------- key rotation, outages, startup
 
 
-def test_key_rotation_is_picked_up_without_restart():
-    with OidcIssuer("rotating") as idp, CatalogServer({"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri}) as srv:
+def test_key_rotation_is_picked_up_without_restart(lakekeeper_server_factory):
+    with OidcIssuer("rotating") as idp, lakekeeper_server_factory({"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri}) as srv:
         before = idp.mint("alice")
         assert httpx.get(srv.url + "/management/v1/info", headers=bearer(before)).status_code == 200
 
@@ -181,8 +181,8 @@ def test_key_rotation_is_picked_up_without_restart():
 
 
 @pytest.mark.slow  # own server processes or waits out timeouts
-def test_identity_provider_outage_keeps_cached_keys_refuses_unknown_ones_and_recovers():
-    with OidcIssuer("flaky") as idp, CatalogServer({"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri}) as srv:
+def test_identity_provider_outage_keeps_cached_keys_refuses_unknown_ones_and_recovers(lakekeeper_server_factory):
+    with OidcIssuer("flaky") as idp, lakekeeper_server_factory({"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri}) as srv:
         known = idp.mint("alice")
         assert httpx.get(srv.url + "/management/v1/info", headers=bearer(known)).status_code == 200
 
@@ -222,14 +222,14 @@ def test_unreachable_required_provider_stops_startup(tmp_path):
 
 
 @pytest.mark.slow  # own server processes or waits out timeouts
-def test_optional_provider_may_be_down_at_startup(idp_one):
+def test_optional_provider_may_be_down_at_startup(idp_one, lakekeeper_server_factory):
     late = OidcIssuer("late")
     env = {
         "LAKEKEEPER__OPENID_PROVIDER_URI": idp_one.uri,
         "LAKEKEEPER__OPENID_PROVIDERS__LATE__URI": late.uri,
         "LAKEKEEPER__OPENID_PROVIDERS__LATE__REQUIRE_CONNECTED_ON_STARTUP": "false",
     }
-    with CatalogServer(env) as srv:
+    with lakekeeper_server_factory(env) as srv:
         assert "REQUIRE_CONNECTED_ON_STARTUP=false" in srv.log_tail(200)
         token = late.mint("bob")
         response = httpx.get(srv.url + "/management/v1/info", headers=bearer(token))
@@ -258,7 +258,7 @@ def test_provider_ids_are_validated():
 
 
 @pytest.mark.slow  # own server processes or waits out timeouts
-def test_kubernetes_service_account_tokens(token_review):
+def test_kubernetes_service_account_tokens(token_review, lakekeeper_server_factory):
     """Service-account tokens the cluster's TokenReview API vouches for. A fake TokenReview
     endpoint stands in for the Kubernetes API server: no cluster can run in this environment."""
     api = token_review
@@ -273,7 +273,7 @@ def test_kubernetes_service_account_tokens(token_review):
         "LAKEKEEPER__KUBERNETES_TOKEN_FILE": api.token_file,
         "LAKEKEEPER__KUBERNETES_AUTHENTICATION_AUDIENCE": "lakekeeper",
     }
-    with CatalogServer(env) as srv:
+    with lakekeeper_server_factory(env) as srv:
         user = provision(srv, sa_token)
         assert user["id"] == "kubernetes~1b7d-uid"
         assert user["name"] == "system:serviceaccount:etl:loader"
@@ -290,12 +290,12 @@ def test_kubernetes_service_account_tokens(token_review):
         assert response.status_code == 401
         assert "ACCEPT_LEGACY_SERVICEACCOUNT" in response.json()["error"]["message"]
 
-    with CatalogServer({**env, "LAKEKEEPER__KUBERNETES_AUTHENTICATION_SUBJECT_SOURCE": "username"}) as srv:
+    with lakekeeper_server_factory({**env, "LAKEKEEPER__KUBERNETES_AUTHENTICATION_SUBJECT_SOURCE": "username"}) as srv:
         assert provision(srv, sa_token)["id"] == "kubernetes~system:serviceaccount:etl:loader"
 
 
 @pytest.mark.slow  # own server processes or waits out timeouts
-def test_token_review_outage_is_503_and_recovers(token_review):
+def test_token_review_outage_is_503_and_recovers(token_review, lakekeeper_server_factory):
     """The (fake) Kubernetes API server goes away: tokens it has not vouched for yet get 503
     (retry later), not 401 or 500; once it is back they are accepted."""
     cluster = OidcIssuer("cluster")
@@ -307,7 +307,7 @@ def test_token_review_outage_is_503_and_recovers(token_review):
         "LAKEKEEPER__KUBERNETES_API_URL": token_review.url,
         "LAKEKEEPER__KUBERNETES_TOKEN_FILE": token_review.token_file,
     }
-    with CatalogServer(env) as srv:
+    with lakekeeper_server_factory(env) as srv:
         assert provision(srv, first)["id"] == "kubernetes~uid-a"
         token_review.__exit__(None, None, None)  # the API server is down
         response = httpx.get(srv.url + "/management/v1/whoami", headers=bearer(during))
@@ -321,7 +321,7 @@ def test_token_review_outage_is_503_and_recovers(token_review):
 
 
 @pytest.mark.slow  # own server processes or waits out timeouts
-def test_kubernetes_and_oidc_together(token_review, idp_one):
+def test_kubernetes_and_oidc_together(token_review, idp_one, lakekeeper_server_factory):
     cluster = OidcIssuer("cluster")
     sa_token = cluster.mint("system:serviceaccount:ns:app")
     token_review.add(sa_token, username="system:serviceaccount:ns:app", uid="uid-9", audiences=["https://kubernetes.default.svc"])
@@ -331,7 +331,7 @@ def test_kubernetes_and_oidc_together(token_review, idp_one):
         "LAKEKEEPER__KUBERNETES_API_URL": token_review.url,
         "LAKEKEEPER__KUBERNETES_TOKEN_FILE": token_review.token_file,
     }
-    with CatalogServer(env) as srv:
+    with lakekeeper_server_factory(env) as srv:
         assert provision(srv, sa_token)["id"] == "kubernetes~uid-9"
         assert provision(srv, idp_one.mint("carol"))["id"] == "oidc~carol"
         # a token the OIDC provider claims by issuer is never handed to Kubernetes
@@ -354,7 +354,7 @@ def strict_idp():
 
 
 @pytest.fixture(scope="module")
-def strict_server(strict_idp, tmp_path_factory):
+def strict_server(strict_idp, tmp_path_factory, lakekeeper_server_factory):
     """One server for the cases below: configured with ONLY an extra provider ``corp`` (no
     ``OPENID_PROVIDER_URI``) that requires a scope and accepts an additional issuer, and
     authorizing through the test-only ``assumed-role-only`` authorizer (tests/plugins)."""
@@ -366,7 +366,7 @@ def strict_server(strict_idp, tmp_path_factory):
         "LAKEKEEPER__OPENID_PROVIDERS__CORP__ADDITIONAL_ISSUERS": LEGACY_ISSUER,
         "LAKEKEEPER__AUTHZ_BACKEND": "assumed-role-only",
     }
-    with CatalogServer(env) as srv:
+    with lakekeeper_server_factory(env) as srv:
         yield srv
 
 

@@ -88,10 +88,10 @@ def _spark_create_and_read(catalog_uri: str, warehouse: str, token: str) -> list
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_with_a_token(auth_env, idp_one, idp_two, tmp_path):
+def test_spark_with_a_token(auth_env, idp_one, idp_two, tmp_path, lakekeeper_server_factory):
     if shutil.which("java") is None:
         pytest.skip("java (17) is not installed: apt-get install openjdk-17-jre-headless")
-    with CatalogServer(auth_env) as srv:
+    with lakekeeper_server_factory(auth_env) as srv:
         warehouse = create_warehouse(srv, idp_one.mint("root"), str(tmp_path))
         token = idp_two.mint("spark-job", expires_in=3600)
         context = multiprocessing.get_context("spawn")

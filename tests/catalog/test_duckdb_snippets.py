@@ -17,9 +17,9 @@ pytestmark = pytest.mark.duckdb
 
 
 @pytest.fixture(scope="module")
-def quickstart():
+def quickstart(lakekeeper_server_factory):
     """The embedded default with its `demo` warehouse, as `lakekeeper serve` starts it for a new user."""
-    with CatalogServer() as server:
+    with lakekeeper_server_factory() as server:
         yield server
 
 

@@ -20,7 +20,6 @@ import pytest
 from botocore.exceptions import ClientError
 
 from lakekeeper_testing.pytest_plugin import STS_ROLE
-from lakekeeper_testing.server import CatalogServer
 from lakekeeper_testing.services import SeaweedS3, seaweed_role_arn
 from tests.catalog.helpers import SCHEMA, error
 
@@ -44,7 +43,7 @@ def plugin_path(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def grants_server(request, idp, plugin_path):
+def grants_server(request, idp, plugin_path, lakekeeper_server_factory):
     env = {
         "PYTHONPATH": os.pathsep.join(p for p in (plugin_path, os.environ.get("PYTHONPATH")) if p),
         "LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri,
@@ -56,7 +55,7 @@ def grants_server(request, idp, plugin_path):
     if request.param == "postgres":
         url = request.getfixturevalue("pg_url_factory")()
         env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-    server = CatalogServer(env).start()
+    server = lakekeeper_server_factory(env)
     if request.param == "postgres":
         httpx.post(
             server.url + "/management/v1/bootstrap",

@@ -16,7 +16,6 @@ import pytest
 
 pytest.importorskip("schemathesis", reason="schemathesis is in the test extra: pip install -e '.[test]'")
 
-from lakekeeper_testing.server import start_server  # noqa: E402
 from tests.drills.fuzz import APIS, Sandbox, fuzz, seed  # noqa: E402
 
 # Spark maintenance jobs are drivers of their own (a JVM each): out of scope for request fuzzing
@@ -40,18 +39,16 @@ def allow_all_keeps_no_grants(operation, case, response) -> str | None:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def fuzz_server(request, pg_url_factory):
+def fuzz_server(request, lakekeeper_server_factory):
     # a database of its own: the fuzzer renames, deactivates and deletes whatever it is given ids of
-    server = start_server(SERVER_ENV, pg_url=pg_url_factory() if request.param == "postgres" else None)
-    server.backend = request.param
+    server = lakekeeper_server_factory(SERVER_ENV, backend=request.param)
     yield server
     server.close()
 
 
 @pytest.fixture(scope="module")
-def embedded_server():
-    server = start_server(SERVER_ENV)
-    server.backend = "sqlite"
+def embedded_server(lakekeeper_server_factory):
+    server = lakekeeper_server_factory(SERVER_ENV)
     yield server
     server.close()
 

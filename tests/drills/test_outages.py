@@ -63,12 +63,11 @@ def own_postgres():
         yield server
 
 
-def test_postgres_restart_mid_load_is_503_then_recovers_without_restarting_the_catalog(own_postgres, tmp_path,
-                                                                                       capsys):
+def test_postgres_restart_mid_load_is_503_then_recovers_without_restarting_the_catalog(
+    own_postgres, tmp_path, capsys, lakekeeper_server_factory
+):
     url = own_postgres.create_database("outage_drill")
-    env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-    with CatalogServer(env) as server:
-        httpx.post(server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
+    with lakekeeper_server_factory(pg_url=url) as server:
         warehouse = f"wh-{uuid.uuid4().hex[:8]}"
         warehouse_id = create_file_warehouse(server.url, warehouse, str(tmp_path / "warehouse"))
         catalog = RestCatalog("drill", uri=server.catalog_url, warehouse=warehouse)

@@ -34,13 +34,11 @@ STALENESS_BOUND_SECONDS = 1.0
 
 
 @pytest.fixture
-def replicas(pg_url_factory, tmp_path):
+def replicas(pg_url_factory, lakekeeper_server_factory, tmp_path):
     url = pg_url_factory()
-    env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-    first = CatalogServer(env).start()
+    first = lakekeeper_server_factory(pg_url=url)
     try:
-        httpx.post(first.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
-        second = CatalogServer(env).start()
+        second = lakekeeper_server_factory(pg_url=url, bootstrap=False)
         try:
             warehouse = f"wh-{uuid.uuid4().hex[:8]}"
             warehouse_id = create_file_warehouse(first.url, warehouse, str(tmp_path / "warehouse"))

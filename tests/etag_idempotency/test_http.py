@@ -17,7 +17,7 @@ from lakekeeper_host.server.idempotency import request_fingerprint
 from lakekeeper_host.store import Store
 from lakekeeper_host.store import idempotency as idempotency_store
 from lakekeeper_host.store.idempotency import IdempotencyClaim
-from lakekeeper_testing.server import create_file_warehouse, start_server
+from lakekeeper_testing.server import create_file_warehouse
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "s", StringType(), required=False))
 SCHEMA_JSON = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
@@ -179,10 +179,9 @@ def test_views_take_keys_too(catalog, http, prefix_url):
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def short_lived(request):
+def short_lived(request, lakekeeper_server_factory):
     env = {"LAKEKEEPER__IDEMPOTENCY__LIFETIME": "500ms", "LAKEKEEPER__IDEMPOTENCY__GRACE_PERIOD": "500ms"}
-    url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
-    server = start_server(env, pg_url=url)
+    server = lakekeeper_server_factory(env, backend=request.param)
     yield server
     server.close()
 

@@ -16,10 +16,8 @@ import pytest
 
 from lakekeeper_testing.server import CatalogServer
 from tests.events.support import (
-    backend_env,
     create_topic,
     oidc_env,
-    start_server,
 )
 from tests.plugins.installed import plugin_env
 
@@ -27,20 +25,19 @@ EXAMPLE_CHECKER_SRC = Path(__file__).resolve().parents[2] / "examples" / "contra
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def events_server(request, idp, nats_server, kafka_broker) -> Iterator[CatalogServer]:
+def events_server(request, idp, nats_server, kafka_broker, lakekeeper_server_factory) -> Iterator[CatalogServer]:
     backend = request.param
     nats_topic = f"lakekeeper.events.{uuid.uuid4().hex[:8]}"
     kafka_topic = f"lakekeeper-events-{uuid.uuid4().hex[:8]}"
     create_topic(kafka_broker.bootstrap_servers, kafka_topic)
     env = {
         **oidc_env(idp),
-        **backend_env(backend, request),
         "LAKEKEEPER__NATS_ADDRESS": nats_server.url,
         "LAKEKEEPER__NATS_TOPIC": nats_topic,
         "LAKEKEEPER__KAFKA_TOPIC": kafka_topic,
         "LAKEKEEPER__KAFKA_CONFIG": json.dumps({"bootstrap.servers": kafka_broker.bootstrap_servers}),
     }
-    server = start_server(env, backend, idp)
+    server = lakekeeper_server_factory(env, backend=backend, bootstrap_token=idp.mint("root"))
     server.nats_url, server.nats_topic = nats_server.url, nats_topic
     server.kafka_bootstrap, server.kafka_topic = kafka_broker.bootstrap_servers, kafka_topic
     yield server

@@ -9,11 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Self
 
-import httpx
-
 from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import read_kafka_topic
+from lakekeeper_testing.services import create_kafka_topic, read_kafka_topic
 
 AUDIENCE = "lakekeeper"
 
@@ -22,37 +19,8 @@ def oidc_env(idp: OidcIssuer) -> dict[str, str]:
     return {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.uri, "LAKEKEEPER__OPENID_AUDIENCE": AUDIENCE}
 
 
-def backend_env(backend: str, request) -> dict[str, str]:
-    if backend != "postgres":
-        return {}
-    url = request.getfixturevalue("pg_url_factory")()
-    return {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-
-
-def start_server(env: dict[str, str], backend: str, idp: OidcIssuer | None = None) -> CatalogServer:
-    server = CatalogServer(env)
-    server.backend = backend
-    server.start()
-    if backend == "postgres":
-        headers = {"Authorization": f"Bearer {idp.mint('root')}"} if idp else {}
-        httpx.post(
-            server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, headers=headers
-        ).raise_for_status()
-    return server
-
-
 def create_topic(bootstrap: str, topic: str) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
-    async def run() -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
-        finally:
-            await admin.close()
-
-    asyncio.run(run())
+    asyncio.run(create_kafka_topic(bootstrap, topic))
 
 
 # ---------------------------------------------------------------- receiving events

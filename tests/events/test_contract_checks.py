@@ -18,7 +18,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
 
-from tests.events.support import NatsCollector, start_server
+from tests.events.support import NatsCollector
 from tests.plugins.installed import plugin_env
 
 
@@ -27,10 +27,12 @@ def deny_all_env(tmp_path) -> dict[str, str]:
     return plugin_env(tmp_path / "plugins", deny_all="tests.plugins.deny_all_contracts")
 
 
-def test_every_vetoed_change_is_a_409_changes_nothing_and_emits_nothing(nats_server, deny_all_env, tmp_path):
+def test_every_vetoed_change_is_a_409_changes_nothing_and_emits_nothing(
+    nats_server, deny_all_env, tmp_path, lakekeeper_server_factory
+):
     topic = f"contracts.{uuid.uuid4().hex[:8]}"
     env = {**deny_all_env, "LAKEKEEPER__NATS_ADDRESS": nats_server.url, "LAKEKEEPER__NATS_TOPIC": topic}
-    server = start_server(env, "sqlite")
+    server = lakekeeper_server_factory(env)
     try:
         plugins = httpx.get(server.url + "/management/v1/plugins").json()["plugins"]
         assert "contract-checker:deny-all" in [c for p in plugins for c in p["provides"]]

@@ -25,7 +25,6 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from lakekeeper_testing.server import CatalogServer, create_file_warehouse
 from tests.events.conftest import EXAMPLE_CHECKER_SRC
-from tests.events.support import backend_env, start_server
 from tests.plugins.concurrent_commit import TRIGGER
 from tests.plugins.installed import plugin_env
 
@@ -42,17 +41,14 @@ DROP_NOTE = [
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def contract_server(request, tmp_path_factory) -> Iterator[CatalogServer]:
-    env = {
-        **plugin_env(
-            tmp_path_factory.mktemp("contract-plugins"),
-            extra_paths=(str(EXAMPLE_CHECKER_SRC),),
-            contract_example="lakekeeper_contract_example",
-            concurrent_commit="tests.plugins.concurrent_commit",
-        ),
-        **backend_env(request.param, request),
-    }
-    server = start_server(env, request.param)
+def contract_server(request, tmp_path_factory, lakekeeper_server_factory) -> Iterator[CatalogServer]:
+    env = plugin_env(
+        tmp_path_factory.mktemp("contract-plugins"),
+        extra_paths=(str(EXAMPLE_CHECKER_SRC),),
+        contract_example="lakekeeper_contract_example",
+        concurrent_commit="tests.plugins.concurrent_commit",
+    )
+    server = lakekeeper_server_factory(env, backend=request.param)
     yield server
     server.close()
 

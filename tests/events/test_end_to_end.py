@@ -21,9 +21,7 @@ from pyiceberg.types import IntegerType, NestedField, StringType
 from lakekeeper_testing.services import NatsServer, service_or_skip
 from tests.events.support import (
     NatsCollector,
-    backend_env,
     kafka_events,
-    start_server,
     wait_until,
 )
 
@@ -170,7 +168,7 @@ def test_multi_table_transaction_yields_one_update_per_table(events_server, idp,
 
 
 def test_contract_violation_is_409_leaves_table_unchanged_and_emits_nothing(
-    request, idp, nats_server, example_checker_env, tmp_path
+    nats_server, example_checker_env, tmp_path, lakekeeper_server_factory
 ):
     topic = f"contract.{uuid.uuid4().hex[:8]}"
     env = {
@@ -178,7 +176,7 @@ def test_contract_violation_is_409_leaves_table_unchanged_and_emits_nothing(
         "LAKEKEEPER__NATS_ADDRESS": nats_server.url,
         "LAKEKEEPER__NATS_TOPIC": topic,
     }
-    server = start_server(env, "sqlite")
+    server = lakekeeper_server_factory(env)
     try:
         with NatsCollector(nats_server.url, topic) as nats:
             warehouse = make_warehouse(server, {}, str(tmp_path))
@@ -226,19 +224,18 @@ def outage_nats():
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_broker_outage_during_a_commit_burst_loses_nothing(request, backend, outage_nats, tmp_path):
+def test_broker_outage_during_a_commit_burst_loses_nothing(backend, outage_nats, tmp_path, lakekeeper_server_factory):
     """JetStream mode: the NATS server dies mid-burst; every commit succeeds, every event arrives."""
     stream = f"LK_{uuid.uuid4().hex[:8]}"
     topic = f"outage.{uuid.uuid4().hex[:8]}"
     env = {
-        **backend_env(backend, request),
         "LAKEKEEPER__NATS_ADDRESS": outage_nats.url,
         "LAKEKEEPER__NATS_TOPIC": topic,
         "LAKEKEEPER__NATS_JETSTREAM": "true",
         "LAKEKEEPER__NATS_JETSTREAM_STREAM": stream,
         "LAKEKEEPER__NATS_ACK_TIMEOUT": "1",
     }
-    server = start_server(env, backend)
+    server = lakekeeper_server_factory(env, backend=backend)
     try:
         warehouse = make_warehouse(server, {}, str(tmp_path))
         catalog = RestCatalog("events", uri=server.catalog_url, warehouse=warehouse["name"])

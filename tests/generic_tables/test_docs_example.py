@@ -12,7 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lakekeeper_testing.server import CatalogServer
 from tests.catalog.helpers import wait_for
 
 DOC = Path(__file__).parents[2] / "docs" / "generic-tables.md"
@@ -22,13 +21,13 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
 
 
-def test_the_lance_example_runs_as_written(tmp_path):
+def test_the_lance_example_runs_as_written(tmp_path, lakekeeper_server_factory):
     pytest.importorskip("pylakekeeper")
     pytest.importorskip("lance")
     [example] = python_blocks(DOC.read_text())
     script = tmp_path / "example.py"
     script.write_text(example)
-    with CatalogServer() as server:
+    with lakekeeper_server_factory() as server:
         server.start()
         run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
                              timeout=300, env={**os.environ, "LAKEKEEPER_URL": server.url})

@@ -13,7 +13,6 @@ from lakekeeper_host.app import create_app
 from lakekeeper_host.config import load_settings
 from lakekeeper_host.plugins import make_plugin_manager
 from lakekeeper_host.registry import BackendSpec
-from lakekeeper_testing.server import CatalogServer
 
 
 def make_app(tmp_path, **env):
@@ -52,13 +51,13 @@ async def test_info_names_the_console_and_the_commit(client):
 
 
 @pytest.mark.postgres
-def test_health_is_503_while_postgres_is_down_and_recovers():
+def test_health_is_503_while_postgres_is_down_and_recovers(lakekeeper_server_factory):
     """A real outage: the server's PostgreSQL is stopped and started again under it."""
     from lakekeeper_testing.services import PostgresServer
 
     with PostgresServer() as pg:
         url = pg.create_database("health_outage")
-        with CatalogServer({"LAKEKEEPER__PG_DATABASE_URL_WRITE": url}) as server:
+        with lakekeeper_server_factory({"LAKEKEEPER__PG_DATABASE_URL_WRITE": url}) as server:
             assert httpx.get(server.url + "/health").status_code == 200
             pg.stop()
             down = httpx.get(server.url + "/health", timeout=30)
@@ -215,9 +214,9 @@ async def test_swagger_can_be_disabled(tmp_path):
 
 
 @pytest.mark.postgres
-def test_two_workers_on_postgres_share_one_port_and_report_pools(pg_url):
+def test_two_workers_on_postgres_share_one_port_and_report_pools(pg_url, lakekeeper_server_factory):
     env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url, "LAKEKEEPER__PG_DATABASE_URL_READ": pg_url}
-    with CatalogServer(env, workers=2) as server:
+    with lakekeeper_server_factory(env, workers=2) as server:
         for _ in range(40):
             with httpx.Client() as client:  # a new connection each time, so both workers are hit
                 response = client.get(server.url + "/health")
@@ -238,10 +237,10 @@ def test_two_workers_on_postgres_share_one_port_and_report_pools(pg_url):
 
 
 @pytest.mark.postgres
-def test_pool_gauges_and_request_metrics(pg_url):
+def test_pool_gauges_and_request_metrics(pg_url, lakekeeper_server_factory):
     env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url}
     unknown_warehouse = "00000000-0000-0000-0000-00000000abcd"
-    with CatalogServer(env) as server:
+    with lakekeeper_server_factory(env) as server:
         for _ in range(3):
             httpx.get(server.url + "/management/v1/info")
         # a read-lane route (answered below Quart): 404, the warehouse does not exist
@@ -267,8 +266,8 @@ def test_pool_gauges_and_request_metrics(pg_url):
 
 
 @pytest.mark.slow  # own server processes or waits out timeouts
-def test_store_cache_lookups_are_counted_in_the_metrics():
-    with CatalogServer({}) as server:
+def test_store_cache_lookups_are_counted_in_the_metrics(lakekeeper_server_factory):
+    with lakekeeper_server_factory({}) as server:
         config = httpx.get(server.url + "/catalog/v1/config", params={"warehouse": "demo"}).json()
         prefix = config["defaults"]["prefix"]
         tables = f"{server.url}/catalog/v1/{prefix}/namespaces/cached/tables"

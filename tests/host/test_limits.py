@@ -18,13 +18,13 @@ pytestmark = pytest.mark.slow  # an own server process, and the slow-client test
 
 
 @pytest.fixture(scope="module")
-def limited(tmp_path_factory):
+def limited(tmp_path_factory, lakekeeper_server_factory):
     """A served catalog with small, quickly testable limits."""
-    srv = CatalogServer(env={
+    srv = lakekeeper_server_factory({
         "LAKEKEEPER__MAX_REQUEST_BODY_SIZE": str(BODY_LIMIT),
         "LAKEKEEPER__MAX_REQUEST_TIME": "2s",
         "LAKEKEEPER__HTTP_KEEP_ALIVE_TIMEOUT": "2s",
-    }).start()
+    })
     warehouse_id = create_file_warehouse(srv.url, "limits", str(tmp_path_factory.mktemp("limits")))
     with httpx.Client(base_url=srv.url, timeout=30) as client:
         assert client.post(f"/catalog/v1/{warehouse_id}/namespaces", json={"namespace": ["ns"]}).status_code == 200

@@ -8,11 +8,11 @@ import uuid
 import httpx
 import pytest
 
-from lakekeeper_testing.server import CatalogServer, create_file_warehouse
+from lakekeeper_testing.server import create_file_warehouse
 
 
 @pytest.mark.postgres
-def test_log_is_json_lines_and_never_shows_a_configured_secret(pg_url_factory, tmp_path):
+def test_log_is_json_lines_and_never_shows_a_configured_secret(pg_url_factory, tmp_path, lakekeeper_server_factory):
     """At debug level, with plugin tracing (which logs the whole application state) and CloudEvents
     in the log: every line is a JSON object, and neither the encryption key nor the database
     password shows up in it or in anything the API answers."""
@@ -29,7 +29,7 @@ def test_log_is_json_lines_and_never_shows_a_configured_secret(pg_url_factory, t
         "LAKEKEEPER__LOG_CLOUDEVENTS": "true",
     }
     answers: list[httpx.Response] = []
-    with CatalogServer(env) as server:
+    with lakekeeper_server_factory(env) as server:
         with httpx.Client(base_url=server.url, timeout=30, event_hooks={"response": [answers.append]}) as client:
             assert client.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).status_code == 204
             warehouse_id = create_file_warehouse(server.url, "logged", str(tmp_path))
@@ -64,7 +64,9 @@ def test_log_is_json_lines_and_never_shows_a_configured_secret(pg_url_factory, t
 
 @pytest.mark.s3
 @pytest.mark.parametrize("libraries", ["", "botocore"], ids=["default", "botocore-asked-for"])
-def test_debug_level_logs_no_access_key_id_unless_a_library_is_asked_for(tmp_path, libraries):
+def test_debug_level_logs_no_access_key_id_unless_a_library_is_asked_for(
+    tmp_path, libraries, lakekeeper_server_factory
+):
     """LOG_LEVEL=debug: botocore would log every canonical request with the access key id and the
     signature. Third-party loggers stay at INFO unless LOG_DEBUG_LIBRARIES names them (the second
     case shows the key would be there: what the first case keeps out)."""
@@ -74,7 +76,7 @@ def test_debug_level_logs_no_access_key_id_unless_a_library_is_asked_for(tmp_pat
     seaweed = service_or_skip(SeaweedS3(access_key=access_key, buckets=["logged"]))
     try:
         env = {"LAKEKEEPER__LOG_LEVEL": "debug", "LAKEKEEPER__LOG_DEBUG_LIBRARIES": libraries}
-        with CatalogServer(env) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+        with lakekeeper_server_factory(env) as server, httpx.Client(base_url=server.url, timeout=60) as client:
             made = client.post("/management/v1/warehouse", json={
                 "warehouse-name": "s3-logged", "project-id": client.get("/management/v1/info").json()[
                     "default-project-id"],

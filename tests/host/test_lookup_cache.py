@@ -16,7 +16,7 @@ import pytest
 
 from lakekeeper_host.store.cache import LookupCache
 from lakekeeper_host.store.changes import APPLICATION_NAME
-from lakekeeper_testing.server import create_file_warehouse, start_server
+from lakekeeper_testing.server import create_file_warehouse
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 
@@ -81,10 +81,10 @@ def _set_property(prefix: str, key: str, value: str) -> None:
 
 
 @pytest.mark.postgres
-def test_replicas_serve_each_others_changes(pg_url_factory, tmp_path):
+def test_replicas_serve_each_others_changes(pg_url_factory, lakekeeper_server_factory, tmp_path):
     url = pg_url_factory()
-    first = start_server(pg_url=url)
-    second = start_server(pg_url=url)
+    first = lakekeeper_server_factory(pg_url=url)
+    second = lakekeeper_server_factory(pg_url=url, bootstrap=False)
     try:
         wid = create_file_warehouse(first.url, f"feed-{uuid.uuid4().hex[:8]}", str(tmp_path))
         a, b = f"{first.url}/catalog/v1/{wid}", f"{second.url}/catalog/v1/{wid}"

@@ -19,7 +19,7 @@ from lakekeeper_host.config import ConfigError
 from lakekeeper_host.store import Store
 from lakekeeper_host.store.db import PoolTimeout
 from lakekeeper_host.store.migrate import migrate
-from lakekeeper_testing.server import create_file_warehouse, start_server
+from lakekeeper_testing.server import create_file_warehouse
 from lakekeeper_testing.services import PostgresServer, self_signed_chain
 
 pytestmark = pytest.mark.slow  # needs PostgreSQL and server processes
@@ -44,9 +44,10 @@ async def _tables_by_schema(url: str) -> dict[str, set[str]]:
     return found
 
 
-def test_two_catalogs_share_one_database_in_their_own_schemas(pg_url_factory, tmp_path):
+def test_two_catalogs_share_one_database_in_their_own_schemas(pg_url_factory, lakekeeper_server_factory, tmp_path):
     url = pg_url_factory()
-    servers = [start_server({"LAKEKEEPER__PG_SCHEMA": schema}, pg_url=url) for schema in ("tenant_a", "tenant_b")]
+    servers = [lakekeeper_server_factory({"LAKEKEEPER__PG_SCHEMA": schema}, pg_url=url)
+               for schema in ("tenant_a", "tenant_b")]
     try:
         for index, server in enumerate(servers):
             root = tmp_path / f"wh{index}"
@@ -165,10 +166,12 @@ async def test_ssl_modes_and_root_certificate_against_a_tls_server(tls_postgres,
         Store(url, ssl_mode="verify-full", ssl_root_cert=str(tmp_path / "missing.pem"))
 
 
-def test_a_server_verifying_its_database_keeps_every_connection_on_tls(tls_postgres, tmp_path):
+def test_a_server_verifying_its_database_keeps_every_connection_on_tls(
+    tls_postgres, tmp_path, lakekeeper_server_factory
+):
     plain_url = tls_postgres.create_database(f"tls_{uuid.uuid4().hex[:8]}")
     env = {"LAKEKEEPER__PG_SSL_MODE": "verify-full", "LAKEKEEPER__PG_SSL_ROOT_CERT": str(tls_postgres.ca_path)}
-    server = start_server(env, pg_url=plain_url)
+    server = lakekeeper_server_factory(env, pg_url=plain_url)
     try:
         create_file_warehouse(server.url, "over-tls", str(tmp_path))
         database = plain_url.rsplit("/", 1)[1]

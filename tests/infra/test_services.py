@@ -16,7 +16,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, ClassVar, TypeVar
 
 import asyncpg
@@ -24,12 +24,12 @@ import hvac
 import nats
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from botocore.exceptions import ClientError
 from hvac.exceptions import Forbidden
 
 from lakekeeper_host.engines.duckdb_util import attach_catalog, connect_duckdb
 from lakekeeper_host.engines.spark import spark_snippet
+from lakekeeper_testing.http_double import JsonHandler
 from lakekeeper_testing.services import (
     PG_URL_ENV,
     BinaryNotFound,
@@ -40,6 +40,7 @@ from lakekeeper_testing.services import (
     PostgresServer,
     SeaweedS3,
     ServiceError,
+    create_kafka_topic,
     postgres_for_tests,
     seaweed_iam_config,
     seaweed_role_arn,
@@ -296,12 +297,7 @@ async def test_nats_pub_sub_and_jetstream_survive_restart() -> None:
 async def _kafka_round_trip(
     bootstrap: str, topic: str, *, group: bool
 ) -> list[tuple[bytes, bytes, list[tuple[str, bytes]]]]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
-    finally:
-        await admin.close()
+    await create_kafka_topic(bootstrap, topic)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
     try:
@@ -366,7 +362,7 @@ def test_the_connection_help_says_first_whether_spark_works_offline(monkeypatch)
 # DuckDB
 
 
-class _StubCatalog(BaseHTTPRequestHandler):
+class _StubCatalog(JsonHandler):
     """Just enough Iceberg REST for DuckDB's ATTACH: config plus a namespace listing."""
 
     seen: ClassVar[list[tuple[str, str | None]]] = []
@@ -380,15 +376,7 @@ class _StubCatalog(BaseHTTPRequestHandler):
         else:
             self.send_error(404)
             return
-        payload = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.send_json(200, body)
 
 
 @pytest.mark.duckdb

@@ -7,7 +7,6 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from lakekeeper_testing.server import CatalogServer
@@ -35,18 +34,13 @@ def test_plugin_path(tmp_path_factory) -> str:
 BACKENDS = ["sqlite", "postgres"]
 
 
-def plugin_server_env(backend: str, test_plugin_path: str, request, sqlite_path: Path) -> dict[str, str]:
-    """Settings of a server with the test plugins on a fresh database of ``backend``."""
-    env: dict[str, str] = {
+def plugin_server_env(test_plugin_path: str, sqlite_path: Path) -> dict[str, str]:
+    """Settings of a server with the test plugins (on SQLite: in ``sqlite_path``)."""
+    return {
         "PYTHONPATH": os.pathsep.join(p for p in (test_plugin_path, os.environ.get("PYTHONPATH")) if p),
         "LAKEKEEPER__TASK_POLL_INTERVAL": "100ms",
+        "LAKEKEEPER__SQLITE_PATH": str(sqlite_path),  # ignored on PostgreSQL
     }
-    if backend == "postgres":
-        url = request.getfixturevalue("pg_url_factory")()
-        env.update({"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url})
-    else:
-        env["LAKEKEEPER__SQLITE_PATH"] = str(sqlite_path)
-    return env
 
 
 @pytest.fixture(params=BACKENDS)
@@ -55,29 +49,27 @@ def backend(request) -> str:
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def plugin_server(request, test_plugin_path, tmp_path_factory) -> CatalogServer:
+def plugin_server(request, test_plugin_path, tmp_path_factory, lakekeeper_server_factory) -> CatalogServer:
     """One bootstrapped server with the test plugins per backend and module, shared by the tests
     that need no settings of their own; each isolates its state in a fresh warehouse
     (``new_file_warehouse``). A server of its own costs a process start (seconds) per test; module
     scope stops it when the module is done (an idle server's task pollers keep using CPU)."""
-    backend = request.param
     sqlite_path = tmp_path_factory.mktemp("plugin-server") / "catalog.sqlite"
-    srv = CatalogServer(plugin_server_env(backend, test_plugin_path, request, sqlite_path))
-    srv.backend = backend
-    srv.start()
-    if backend == "postgres":
-        httpx.post(srv.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
+    srv = lakekeeper_server_factory(plugin_server_env(test_plugin_path, sqlite_path), backend=request.param)
     yield srv
     srv.close()
 
 
 @pytest.fixture
-def make_server(request, backend, test_plugin_path, tmp_path) -> Callable[..., CatalogServer]:
+def make_server(
+    backend, test_plugin_path, tmp_path, lakekeeper_server_factory, pg_url_factory
+) -> Callable[..., CatalogServer]:
     """Start servers sharing one fresh database of ``backend`` (SQLite file or PostgreSQL db).
 
     ``make_server(env={...})`` -> a started ``CatalogServer``; all are stopped after the test.
     """
-    env = plugin_server_env(backend, test_plugin_path, request, tmp_path / "catalog.sqlite")
+    env = plugin_server_env(test_plugin_path, tmp_path / "catalog.sqlite")
+    pg_url = pg_url_factory() if backend == "postgres" else None
     servers: list[CatalogServer] = []
 
     def make(extra: dict[str, str] | None = None, *, bootstrap: bool = True) -> CatalogServer:
@@ -85,12 +77,8 @@ def make_server(request, backend, test_plugin_path, tmp_path) -> Callable[..., C
         settings = {**env, **(extra or {})}
         if not bootstrap and backend == "sqlite":
             settings["LAKEKEEPER__EMBEDDED_QUICKSTART"] = "false"
-        srv = CatalogServer(settings)
-        srv.backend = backend
+        srv = lakekeeper_server_factory(settings, pg_url=pg_url, bootstrap=bootstrap and not servers)
         servers.append(srv)
-        srv.start()
-        if bootstrap and backend == "postgres" and len(servers) == 1:
-            httpx.post(srv.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
         return srv
 
     yield make

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lakekeeper_testing.server import CatalogServer, start_server
+from lakekeeper_testing.server import CatalogServer
 
 MGMT = "/management/v1"
 SETTING = "LAKEKEEPER__FILE_STORAGE_ALLOWED_ROOTS"
@@ -27,10 +27,9 @@ def create(server: CatalogServer, root: str | Path) -> httpx.Response:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def default_server(request):
+def default_server(request, lakekeeper_server_factory):
     """A server with the default allow-list: its data directory."""
-    pg_url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
-    server = start_server({SETTING: ""}, pg_url=pg_url)
+    server = lakekeeper_server_factory({SETTING: ""}, backend=request.param)
     yield server
     server.close()
 
@@ -69,11 +68,11 @@ def test_roots_inside_the_data_directory_work(default_server):
     assert table.json()["metadata-location"].startswith(f"file://{root}/")
 
 
-def test_a_root_over_the_embedded_database_is_refused(tmp_path):
+def test_a_root_over_the_embedded_database_is_refused(tmp_path, lakekeeper_server_factory):
     allowed = tmp_path / "allowed"
     database = allowed / "db" / "catalog.sqlite"
     database.parent.mkdir(parents=True)
-    server = CatalogServer({SETTING: json.dumps([str(allowed)]), "LAKEKEEPER__SQLITE_PATH": str(database)}).start()
+    server = lakekeeper_server_factory({SETTING: json.dumps([str(allowed)]), "LAKEKEEPER__SQLITE_PATH": str(database)})
     try:
         for root in (allowed, allowed / "db"):
             response = create(server, root)
@@ -86,19 +85,17 @@ def test_a_root_over_the_embedded_database_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_a_warehouse_whose_root_is_no_longer_allowed_is_not_served(request, tmp_path, backend):
+def test_a_warehouse_whose_root_is_no_longer_allowed_is_not_served(tmp_path, backend, lakekeeper_server_factory):
     """Narrowing the allow-list takes effect for existing warehouses too: their storage is not touched.
     (The embedded quickstart's own warehouse is skipped with a warning: the data dir is not allowed.)"""
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     kept, dropped = tmp_path / "kept", tmp_path / "dropped"
-    pg = request.getfixturevalue("pg_url_factory")() if backend == "postgres" else None
-    pg_env = {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg, "LAKEKEEPER__PG_DATABASE_URL_READ": pg} if pg else {}
-    first = CatalogServer({SETTING: json.dumps([str(kept), str(dropped)]), **pg_env}, data_dir=str(data_dir))
-    first.start()
+    # a restart with a narrower allow-list: the second server runs on the first one's database
+    first = lakekeeper_server_factory({SETTING: json.dumps([str(kept), str(dropped)])}, backend=backend,
+                                      data_dir=str(data_dir))
+    pg_url = first.extra_env.get("LAKEKEEPER__PG_DATABASE_URL_WRITE")
     try:
-        if pg:
-            httpx.post(first.url + MGMT + "/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
         response = create(first, dropped / "wh")
         assert response.status_code == 201, response.text
         warehouse_id = response.json()["warehouse-id"]
@@ -106,7 +103,8 @@ def test_a_warehouse_whose_root_is_no_longer_allowed_is_not_served(request, tmp_
         assert httpx.post(first.url + prefix + "/namespaces", json={"namespace": ["ns"]}).status_code == 200
     finally:
         first.stop()
-    second = CatalogServer({SETTING: json.dumps([str(kept)]), **pg_env}, data_dir=str(data_dir)).start()
+    second = lakekeeper_server_factory({SETTING: json.dumps([str(kept)])}, pg_url=pg_url, bootstrap=False,
+                                       data_dir=str(data_dir))
     try:
         response = httpx.post(second.url + prefix + "/namespaces/ns/tables", json={"name": "t", "schema": {
             "type": "struct", "fields": [{"id": 1, "name": "a", "type": "int", "required": False}]}})  # fmt: skip

@@ -17,7 +17,7 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from lakekeeper_testing.server import CatalogServer, create_file_warehouse, start_server
+from lakekeeper_testing.server import CatalogServer, create_file_warehouse
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 
@@ -212,11 +212,10 @@ def test_reports_go_with_their_table(tables, server):
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def bounded_server(request):
+def bounded_server(request, lakekeeper_server_factory):
     """At most 3 reports per table, none older than 2 seconds."""
     env = {"LAKEKEEPER__METRICS_REPORTS__MAX_REPORTS_PER_TABLE": "3", "LAKEKEEPER__METRICS_REPORTS__MAX_AGE": "2s"}
-    url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
-    server = start_server(env, pg_url=url)
+    server = lakekeeper_server_factory(env, backend=request.param)
     yield server
     server.close()
 
@@ -240,8 +239,8 @@ def test_retention_keeps_the_newest_per_table_and_expires_old_ones(bounded_serve
 
 
 @pytest.mark.slow  # own server processes or waits out timeouts
-def test_disabled_reports_are_accepted_and_discarded(tmp_path):
-    server = CatalogServer({"LAKEKEEPER__METRICS_REPORTS__ENABLED": "false"}).start()
+def test_disabled_reports_are_accepted_and_discarded(tmp_path, lakekeeper_server_factory):
+    server = lakekeeper_server_factory({"LAKEKEEPER__METRICS_REPORTS__ENABLED": "false"})
     try:
         tables = Tables(server, str(tmp_path))
         table_id = tables.create()

@@ -22,7 +22,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
-from lakekeeper_testing.server import create_file_warehouse, start_server
+from lakekeeper_testing.server import create_file_warehouse
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -153,11 +153,10 @@ def test_planning_is_advertised(http, server, warehouse):
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def tuned_server(request):
+def tuned_server(request, lakekeeper_server_factory):
     """Pages of 2 tasks; plans that read 3 or more data manifests run asynchronously."""
     env = {"LAKEKEEPER__SCAN_PLANNING__MAX_TASKS_PER_PAGE": "2", "LAKEKEEPER__SCAN_PLANNING__ASYNC_MIN_MANIFESTS": "3"}
-    url = request.getfixturevalue("pg_url_factory")() if request.param == "postgres" else None
-    server = start_server(env, pg_url=url)
+    server = lakekeeper_server_factory(env, backend=request.param)
     yield server
     server.close()
 

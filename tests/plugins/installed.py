@@ -6,7 +6,7 @@ the given modules under that group and returns the ``PYTHONPATH`` that puts it (
 repository, so ``tests.plugins.*`` imports) in front of the server.
 
     env = {**plugin_env(tmp_path, deny_all="tests.plugins.deny_all_contracts"), ...}
-    server = CatalogServer(env).start()
+    server = lakekeeper_server_factory(env)
 """
 
 from __future__ import annotations

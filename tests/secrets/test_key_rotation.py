@@ -133,10 +133,9 @@ def test_the_default_key_gets_a_loud_warning_on_postgres(caplog):
     assert "THIS IS UNSAFE! LAKEKEEPER__PG_ENCRYPTION_KEY is not set" in caplog.text
 
 
-def test_rotation_of_an_empty_store_and_refused_keys(tmp_path):
-    server = CatalogServer(data_dir=str(tmp_path))
-    server.start()
-    server.stop()
+def test_rotation_of_an_empty_store_and_refused_keys(tmp_path, lakekeeper_server_factory):
+    server = lakekeeper_server_factory(data_dir=str(tmp_path))
+    server.stop()  # the rotation command runs against a stopped server
     assert "THIS IS UNSAFE" not in server.log_path.read_text()  # a key is configured
     assert rotate(server, "--new-key", "too-short").returncode == 1
     done = rotate(server, "--new-key", NEW_KEY)

@@ -15,7 +15,6 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
 from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.server import CatalogServer
 
 pytestmark = pytest.mark.slow
 
@@ -130,10 +129,10 @@ def test_a_protected_table_cannot_be_dropped_until_it_is_unprotected(server, pag
     assert not catalog.table_exists("ops.ledger")
 
 
-def test_login_and_logout_against_the_oidc_issuer(page):
+def test_login_and_logout_against_the_oidc_issuer(page, lakekeeper_server_factory):
     with OidcIssuer(audience="lakekeeper") as idp:
         env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper"}
-        with CatalogServer(env) as srv:
+        with lakekeeper_server_factory(env) as srv:
             page.goto(srv.url + "/ui/warehouses")
             assert page.locator("#login").is_visible()
             page.click("#login")
@@ -159,10 +158,10 @@ def test_login_and_logout_against_the_oidc_issuer(page):
             assert page.locator("#login").is_visible()
 
 
-def test_an_expired_sign_in_goes_back_to_the_identity_provider(page):
+def test_an_expired_sign_in_goes_back_to_the_identity_provider(page, lakekeeper_server_factory):
     with OidcIssuer(audience="lakekeeper", token_lifetime=3) as idp:
         env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper"}
-        with CatalogServer(env) as srv:
+        with lakekeeper_server_factory(env) as srv:
             page.goto(srv.url + "/ui/login?next=/ui/projects")
             page.fill("#username", "peter")
             page.click("#kc-login")

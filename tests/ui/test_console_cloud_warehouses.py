@@ -73,7 +73,7 @@ def test_an_s3_warehouse_is_created_from_the_form(server, seaweed_two_users):
     assert seaweed.secret_key not in created.text
 
 
-def test_a_gcs_warehouse_is_created_from_the_form():
+def test_a_gcs_warehouse_is_created_from_the_form(lakekeeper_server_factory):
     pytest.importorskip("lakekeeper_storage_gcs")
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins" / "storage-gcs" / "tests"))
     from sts_double import StsDouble
@@ -83,7 +83,7 @@ def test_a_gcs_warehouse_is_created_from_the_form():
     try:
         env = {"LAKEKEEPER__GCS_STORAGE_ENDPOINT": fake_gcs.endpoint, "LAKEKEEPER__GCS_STS_ENDPOINT": sts.sts_endpoint}
         key = sts.service_account_key()
-        with CatalogServer(env) as server:
+        with lakekeeper_server_factory(env) as server:
             created = post_new_warehouse(server, {
                 "warehouse-name": "gcs_wh", "storage-type": "gcs",
                 "profile.gcs.bucket": "console-gcs", "profile.gcs.key-prefix": "from-console",

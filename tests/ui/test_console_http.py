@@ -11,7 +11,6 @@ import httpx
 import pytest
 
 from lakekeeper_host.ui.forms import FormSection, fields_of, read_section
-from lakekeeper_testing.server import CatalogServer
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 
@@ -239,8 +238,8 @@ def test_permissions_are_hidden_with_the_allow_all_authorizer(console):
     assert console.get("/ui/permissions").status_code == 404
 
 
-def test_a_fresh_server_is_bootstrapped_from_the_server_page():
-    with CatalogServer({"LAKEKEEPER__EMBEDDED_QUICKSTART": "false"}) as srv, \
+def test_a_fresh_server_is_bootstrapped_from_the_server_page(lakekeeper_server_factory):
+    with lakekeeper_server_factory({"LAKEKEEPER__EMBEDDED_QUICKSTART": "false"}) as srv, \
             httpx.Client(base_url=srv.url, timeout=30) as console:
         home = console.get("/ui/")
         assert '<dd id="bootstrapped">no</dd>' in home.text
@@ -253,20 +252,20 @@ def test_a_fresh_server_is_bootstrapped_from_the_server_page():
         assert httpx.get(srv.url + "/management/v1/info").json()["bootstrapped"] is True
 
 
-def test_sign_in_reports_an_unreachable_identity_provider():
+def test_sign_in_reports_an_unreachable_identity_provider(lakekeeper_server_factory):
     from lakekeeper_testing.oidc import OidcIssuer
 
     idp = OidcIssuer().start()
     env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "lakekeeper"}
-    with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+    with lakekeeper_server_factory(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
         assert console.get("/ui/warehouses").status_code == 401  # the sign-in page
         idp.stop()
         answer = console.get("/ui/login")
         assert answer.status_code == 503 and "IdentityProviderUnavailable" in answer.text
 
 
-def test_the_console_can_be_switched_off():
-    with CatalogServer({"LAKEKEEPER__UI__ENABLED": "false"}) as srv:
+def test_the_console_can_be_switched_off(lakekeeper_server_factory):
+    with lakekeeper_server_factory({"LAKEKEEPER__UI__ENABLED": "false"}) as srv:
         answer = httpx.get(srv.url + "/ui/")
         assert answer.status_code == 404
         assert answer.json()["error"]["type"] == "NotFoundException"
@@ -289,20 +288,17 @@ def test_storage_forms_come_from_the_plugin_classes():
                     "sts-token-validity-seconds": 60, "sts-session-tags": {"team": "data"}}
 
 
-def test_a_token_the_api_refuses_is_explained_not_retried_in_a_loop():
+def test_a_token_the_api_refuses_is_explained_not_retried_in_a_loop(idp, lakekeeper_server_factory):
     """The provider issues tokens for audience ``lakekeeper``; the server wants ``elsewhere``."""
-    from lakekeeper_testing.oidc import OidcIssuer
-
-    with OidcIssuer(audience="lakekeeper") as idp:
-        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "elsewhere"}
-        with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
-            _, back_to_console = sign_in(console, idp, "peter")
-            callback = console.get(back_to_console)
-            assert callback.status_code == 302 and callback.headers["location"].endswith("/ui/warehouses")
-            refused = console.get("/ui/warehouses")
-            assert refused.status_code == 401
-            assert "audience" in refused.text.lower()  # the API's own reason
-            assert console.get("/ui/warehouses").status_code == 401  # signed out: the sign-in page, no loop
+    env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "elsewhere"}
+    with lakekeeper_server_factory(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+        _, back_to_console = sign_in(console, idp, "peter")
+        callback = console.get(back_to_console)
+        assert callback.status_code == 302 and callback.headers["location"].endswith("/ui/warehouses")
+        refused = console.get("/ui/warehouses")
+        assert refused.status_code == 401
+        assert "audience" in refused.text.lower()  # the API's own reason
+        assert console.get("/ui/warehouses").status_code == 401  # signed out: the sign-in page, no loop
 
 
 def test_a_refused_s3_warehouse_form_comes_back_without_its_secret(console):
@@ -325,7 +321,7 @@ def test_a_refused_s3_warehouse_form_comes_back_without_its_secret(console):
     assert "never-shown-secret" not in answer.text
 
 
-def test_the_ui_settings_shape_sign_in_snippets_and_sign_out():
+def test_the_ui_settings_shape_sign_in_snippets_and_sign_out(lakekeeper_server_factory):
     """``UI__OPENID_CLIENT_ID``, ``_SCOPE``, ``_RESOURCE``, ``_REDIRECT_PATH``, ``UI__LAKEKEEPER_URL`` and
     ``UI__OPENID_POST_LOGOUT_REDIRECT_DISABLED``, as a user behind a proxy at catalog.example meets them."""
     from urllib.parse import parse_qs, urlsplit
@@ -339,7 +335,7 @@ def test_the_ui_settings_shape_sign_in_snippets_and_sign_out():
                "LAKEKEEPER__UI__OPENID_RESOURCE": "api://lakekeeper",
                "LAKEKEEPER__UI__OPENID_REDIRECT_PATH": "/signed-in", "LAKEKEEPER__UI__LAKEKEEPER_URL": public,
                "LAKEKEEPER__UI__OPENID_POST_LOGOUT_REDIRECT_DISABLED": "true"}
-        with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+        with lakekeeper_server_factory(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
             to_idp, back_to_console = sign_in(console, idp, "peter")
             query = parse_qs(urlsplit(to_idp).query)
             assert query["client_id"] == ["console-app"] and query["scope"] == ["openid lakekeeper"]
@@ -361,21 +357,18 @@ def test_the_ui_settings_shape_sign_in_snippets_and_sign_out():
             assert console.get("/ui/warehouses").status_code == 401
 
 
-def test_ui_openid_token_type_id_token_sends_the_id_token_to_the_api():
+def test_ui_openid_token_type_id_token_sends_the_id_token_to_the_api(idp, lakekeeper_server_factory):
     """The issuer's access tokens are for audience ``lakekeeper``, its id tokens for the client id;
     a server that accepts only the client id works with ``UI__OPENID_TOKEN_TYPE=id_token``."""
-    from lakekeeper_testing.oidc import OidcIssuer
-
-    with OidcIssuer(audience="lakekeeper") as idp:
-        env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "console-app",
-               "LAKEKEEPER__UI__OPENID_CLIENT_ID": "console-app"}
-        with CatalogServer({**env, "LAKEKEEPER__UI__OPENID_TOKEN_TYPE": "id_token"}) as srv, \
-                httpx.Client(base_url=srv.url, timeout=30) as console:
-            _, back_to_console = sign_in(console, idp, "peter")
-            console.get(back_to_console)
-            assert console.get("/ui/warehouses").status_code == 200
-        with CatalogServer(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
-            _, back_to_console = sign_in(console, idp, "peter")
-            console.get(back_to_console)
-            refused = console.get("/ui/warehouses")  # the access token (the default) has the wrong audience
-            assert refused.status_code == 401 and "audience" in refused.text.lower()
+    env = {"LAKEKEEPER__OPENID_PROVIDER_URI": idp.issuer, "LAKEKEEPER__OPENID_AUDIENCE": "console-app",
+           "LAKEKEEPER__UI__OPENID_CLIENT_ID": "console-app"}
+    with lakekeeper_server_factory({**env, "LAKEKEEPER__UI__OPENID_TOKEN_TYPE": "id_token"}) as srv, \
+            httpx.Client(base_url=srv.url, timeout=30) as console:
+        _, back_to_console = sign_in(console, idp, "peter")
+        console.get(back_to_console)
+        assert console.get("/ui/warehouses").status_code == 200
+    with lakekeeper_server_factory(env) as srv, httpx.Client(base_url=srv.url, timeout=30) as console:
+        _, back_to_console = sign_in(console, idp, "peter")
+        console.get(back_to_console)
+        refused = console.get("/ui/warehouses")  # the access token (the default) has the wrong audience
+        assert refused.status_code == 401 and "audience" in refused.text.lower()

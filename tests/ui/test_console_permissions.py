@@ -29,7 +29,7 @@ ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def fga(request, tmp_path_factory):
+def fga(request, tmp_path_factory, lakekeeper_server_factory):
     """alice's catalog (warehouse ``perms``: ``sales.orders``, role ``analysts``) on a served catalog with
     the openfga authorizer, per backend; bob and carol start with nothing."""
     double = OpenFgaDouble().start()
@@ -38,7 +38,7 @@ def fga(request, tmp_path_factory):
             store = f"lk-{uuid.uuid4().hex[:8]}"
             settings = {"LAKEKEEPER__OPENFGA__API_KEY": "fga-api-key", "LAKEKEEPER__INSTANCE_ADMINS": '["oidc~root"]',
                         "LAKEKEEPER__EMBEDDED_QUICKSTART": "false"}
-            with openfga_server(request.param, double, idp, store, **settings) as server:
+            with openfga_server(lakekeeper_server_factory, request.param, double, idp, store, **settings) as server:
                 alice, bob, carol = (Caller(server, idp, name) for name in ("alice", "bob", "carol"))
                 catalog = build_catalog(server, double, store, alice, str(tmp_path_factory.mktemp("perms")))
                 yield SimpleNamespace(server=server, idp=idp, alice=alice, bob=bob, carol=carol, catalog=catalog)

@@ -48,13 +48,16 @@ def check(page) -> str:
     return text
 
 
-def test_screenshots_of_every_page_with_the_pipelines_tables(spark, browser, screenshot, tmp_path):
+def test_screenshots_of_every_page_with_the_pipelines_tables(
+    spark, browser, screenshot, tmp_path, lakekeeper_server_factory
+):
     pipeline = load_pipeline()
     double = OpenFgaDouble().start()
     try:
         with OidcIssuer(audience="lakekeeper", token_lifetime=7200) as idp:
             settings = {"LAKEKEEPER__OPENFGA__API_KEY": "fga-api-key", "LAKEKEEPER__EMBEDDED_QUICKSTART": "false"}
-            with openfga_server("sqlite", double, idp, f"lk-{uuid.uuid4().hex[:8]}", **settings) as server:
+            with openfga_server(lakekeeper_server_factory,
+                                "sqlite", double, idp, f"lk-{uuid.uuid4().hex[:8]}", **settings) as server:
                 run(server, idp, pipeline, spark, browser, screenshot, tmp_path)
     finally:
         double.stop()

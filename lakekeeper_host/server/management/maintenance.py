@@ -47,11 +47,11 @@ from lakekeeper_host.errors import bad_request, not_found
 from lakekeeper_host.registry import TaskQueueSpec
 from lakekeeper_host.serde import WIRE, iso_timestamp
 from lakekeeper_host.server.authorize import authorize_warehouse
-from lakekeeper_host.server.management.tasks import Reschedule, TaskContext
 from lakekeeper_host.server.resolve import require_warehouse
 from lakekeeper_host.server.tabulars.deletion import entity_name
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
+from lakekeeper_host.service.tasks import Reschedule, TaskContext
 from lakekeeper_host.store import maintenance as maintenance_store
 from lakekeeper_host.store import now_ms, tabular_admin
 from lakekeeper_host.store import tasks as task_store
@@ -136,7 +136,7 @@ def spark_settings(state: AppState) -> SparkJobSettings:
 # ---------------------------------------------------------------- the queue
 
 
-def task_queue_spec() -> TaskQueueSpec:
+def task_queue_spec() -> TaskQueueSpec[MaintenancePolicy]:
     # one worker: every attempt is a Spark driver of its own (LAKEKEEPER__TASK_TABLE_MAINTENANCE_WORKERS)
     return TaskQueueSpec(
         name=TABLE_MAINTENANCE,

@@ -1,9 +1,8 @@
 """Task queues: the built-in queues, running one claimed task, and the management operations.
 
 A queue is a ``TaskQueueSpec`` (registry.py) contributed through ``lakekeeper_task_queues``; its
-``handler(task, ctx)`` runs one attempt. It returns a message (success), a :class:`Reschedule`
-(success, run again later: periodic tasks), or raises (the attempt failed and is retried up to
-``LAKEKEEPER__TASK_MAX_RETRIES`` attempts). The worker heartbeats while the handler runs; a task
+``handler(task, ctx)`` runs one attempt (``service/tasks.py``: what it gets and returns). A failed
+attempt is retried up to ``LAKEKEEPER__TASK_MAX_RETRIES`` attempts. The worker heartbeats while the handler runs; a task
 whose worker dies is picked up again once its heartbeat is older than the queue's
 ``max-seconds-since-last-heartbeat``.
 """
@@ -16,7 +15,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from attrs import define, frozen
+from attrs import frozen
 
 from lakekeeper_host.config.types import parse_duration
 from lakekeeper_host.errors import CatalogError, bad_request, not_found
@@ -30,6 +29,7 @@ from lakekeeper_host.server.resolve import require_warehouse, resolve_project_id
 from lakekeeper_host.server.tabulars.deletion import entity_name, expire_tabular, purge_tabular
 from lakekeeper_host.service.request import RequestMetadata
 from lakekeeper_host.service.state import AppState
+from lakekeeper_host.service.tasks import Reschedule, TaskContext, TaskLost, TaskOutcome
 from lakekeeper_host.store import tabular_admin
 from lakekeeper_host.store import tasks as task_store
 from lakekeeper_host.store import warehouses as warehouse_store
@@ -56,40 +56,6 @@ class TaskRuntimeConfig:
     # how often the per-endpoint call counts (management statistics) are written to the database
     # example: PT1M
     endpoint_stat_flush_interval: timedelta = timedelta(seconds=30)
-
-
-@frozen
-class Reschedule:
-    """Returned by a periodic handler: the attempt succeeded, run again at ``scheduled_for`` (epoch ms)."""
-
-    scheduled_for: int
-    message: str | None = None
-    payload: dict[str, Any] | None = None
-
-
-class TaskLost(Exception):
-    """The attempt is not ours anymore (cancelled, or re-claimed after a heartbeat timeout)."""
-
-
-@define
-class TaskContext:
-    """What a handler gets besides the task: the app state and heartbeats."""
-
-    state: AppState
-    task: TaskRow
-    should_stop: bool = False
-    # set by the heartbeat loop right before it cancels the handler
-    abort_reason: BaseException | None = None
-
-    async def heartbeat(self, progress: float | None = None, execution_details: dict[str, Any] | None = None) -> None:
-        """Report progress; raises :class:`TaskLost` when the task was cancelled or taken over."""
-        async with self.state.store.transaction() as tx:
-            status = await task_store.heartbeat(
-                tx, self.task.id, self.task.attempt, progress=progress, execution_details=execution_details
-            )
-        if status is None:
-            raise TaskLost(self.task.id)
-        self.should_stop = status == "should-stop"
 
 
 # ---------------------------------------------------------------- built-in queues
@@ -138,7 +104,7 @@ async def _task_log_cleanup(task: TaskRow, ctx: TaskContext) -> Reschedule:
     return Reschedule(now_ms() + int(period.total_seconds() * 1000), f"Removed {removed} task log entries")
 
 
-def builtin_task_queues() -> list[TaskQueueSpec]:
+def builtin_task_queues() -> list[TaskQueueSpec[Any]]:
     """The OSS queues: soft_deletion, tabular_purge, task_log_cleanup (table_maintenance on Spark is
     registered beside them by ``server.builtin_queues``: its handler builds on this module)."""
     return [
@@ -185,14 +151,14 @@ async def claim_next(state: AppState, queue_name: str, worker_id: str) -> task_s
         )
 
 
-async def run_claimed(state: AppState, spec: TaskQueueSpec, claimed: task_store.ClaimedTask) -> str:
+async def run_claimed(state: AppState, spec: TaskQueueSpec[Any], claimed: task_store.ClaimedTask) -> str:
     """Run one attempt with a heartbeat alongside; record the outcome. Returns the outcome name."""
     task = claimed.task
     ctx = TaskContext(state=state, task=task)
     interval = max(0.1, min(10.0, claimed.heartbeat_timeout_s / 4))
     handler = asyncio.create_task(spec.handler(task, ctx), name=f"task-{spec.name}-{task.id}")
     beat = asyncio.create_task(_heartbeat_loop(ctx, handler, interval))
-    outcome: Any = None
+    outcome: TaskOutcome = None
     error: BaseException | None = None
     try:
         outcome = await handler
@@ -258,7 +224,7 @@ async def _heartbeat_loop(ctx: TaskContext, handler: asyncio.Task, interval: flo
 # ---------------------------------------------------------------- management: queue config
 
 
-def require_queue(state: AppState, queue_name: str, *, project_level: bool | None = None) -> TaskQueueSpec:
+def require_queue(state: AppState, queue_name: str, *, project_level: bool | None = None) -> TaskQueueSpec[Any]:
     spec = state.registry.task_queues.get(normalize_name(queue_name))
     if spec is None or (project_level is not None and (spec.name in PROJECT_QUEUES) != project_level):
         names = sorted(
@@ -269,7 +235,7 @@ def require_queue(state: AppState, queue_name: str, *, project_level: bool | Non
     return spec
 
 
-def parse_queue_config(spec: TaskQueueSpec, config: Any) -> Any:
+def parse_queue_config(spec: TaskQueueSpec[Any], config: Any) -> Any:
     if not isinstance(config, dict):
         raise bad_request(
             "Invalid request body: queue-config must be an object @ body.queue-config", "InvalidQueueConfig"

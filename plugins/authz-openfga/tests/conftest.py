@@ -26,3 +26,18 @@ def double() -> Iterator[OpenFgaDouble]:
     fake = OpenFgaDouble().start()
     yield fake
     fake.stop()
+
+
+@pytest.fixture(scope="module")
+def permissions_world(double: OpenFgaDouble, idp, tmp_path_factory, lakekeeper_server_factory):
+    """An OpenFGA + OIDC server of this module with alice's catalog built (``permissions_setup``):
+    ``(server, catalog, alice, bob, carol, root)``; bob and carol start with nothing."""
+    from permissions_setup import served_catalog
+
+    root = str(tmp_path_factory.mktemp("perms-wh"))
+    names = ("alice", "bob", "carol", "root")
+    # CloudEvents in the log: the grants module reads the grant events from there
+    with served_catalog(lakekeeper_server_factory, double, idp, root, names, LAKEKEEPER__LOG_CLOUDEVENTS="true") as (
+        server, catalog, callers
+    ):
+        yield (server, catalog, *callers)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import quote
 
 import httpx
@@ -71,10 +71,12 @@ class Catalog:
         return f"/warehouse/{self.warehouse_id}/table/{self.table_id}"
 
 
-def openfga_oidc_server(double: OpenFgaDouble, idp: OidcIssuer, **extra_env: str) -> tuple[CatalogServer, str]:
-    """A started server (embedded, no quickstart) and the name of its OpenFGA store."""
+def openfga_oidc_server(start: Callable[..., CatalogServer], double: OpenFgaDouble, idp: OidcIssuer, *,
+                        backend: str = "sqlite", **extra_env: str) -> tuple[CatalogServer, str]:
+    """A server ``start`` (``lakekeeper_server_factory``) started on ``backend``, not bootstrapped (no
+    quickstart either), and the name of its OpenFGA store."""
     store_name = f"lk-{uuid.uuid4().hex[:8]}"
-    server = CatalogServer({
+    server = start({
         "LAKEKEEPER__AUTHZ_BACKEND": "openfga",
         "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
         "LAKEKEEPER__OPENFGA__STORE_NAME": store_name,
@@ -84,7 +86,7 @@ def openfga_oidc_server(double: OpenFgaDouble, idp: OidcIssuer, **extra_env: str
         "LAKEKEEPER__INSTANCE_ADMINS": '["oidc~root"]',
         "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
         **extra_env,
-    }).start(timeout=120)
+    }, backend=backend, bootstrap=False, timeout=120)
     return server, store_name
 
 
@@ -118,11 +120,12 @@ def build_catalog(server: CatalogServer, double: OpenFgaDouble, store_name: str,
 
 
 @contextlib.contextmanager
-def served_catalog(double: OpenFgaDouble, idp: OidcIssuer, warehouse_root: str, names: tuple[str, ...],
-                   **extra_env: str) -> Iterator[tuple[CatalogServer, Catalog, tuple[Caller, ...]]]:
+def served_catalog(start: Callable[..., CatalogServer], double: OpenFgaDouble, idp: OidcIssuer, warehouse_root: str,
+                   names: tuple[str, ...], **extra_env: str,
+                   ) -> Iterator[tuple[CatalogServer, Catalog, tuple[Caller, ...]]]:
     """An OpenFGA + OIDC server with alice's catalog built (:func:`build_catalog`) and a caller per name
     (the first is alice); the server stops afterwards."""
-    server, store_name = openfga_oidc_server(double, idp, **extra_env)
+    server, store_name = openfga_oidc_server(start, double, idp, **extra_env)
     try:
         callers = tuple(Caller(server, idp, name) for name in names)
         yield server, build_catalog(server, double, store_name, callers[0], warehouse_root), callers

@@ -5,29 +5,17 @@ see ``permissions_setup.py``)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
-from permissions_setup import SCHEMA, Caller, served_catalog
-
-from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.openfga_double import OpenFgaDouble
+from permissions_setup import SCHEMA, Caller
 
 BATCH = "/management/v1/action/batch-check"
 
 
 @pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("batch", audience="lakekeeper") as issuer:
-        yield issuer
-
-
-@pytest.fixture(scope="module")
-def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
-    warehouse_root = str(tmp_path_factory.mktemp("batch-wh"))
-    names = ("alice", "bob", "root")
-    with served_catalog(double, idp, warehouse_root, names) as (server, catalog, (alice, bob, root)):
-        yield server, catalog, alice, bob, root
+def setup(permissions_world):
+    server, catalog, alice, bob, _, root = permissions_world
+    return server, catalog, alice, bob, root
 
 
 def _batch(caller: Caller, checks: list[dict], **extra) -> list[dict]:

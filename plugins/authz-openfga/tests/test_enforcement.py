@@ -102,9 +102,9 @@ class World:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def world(request, double, idp, seaweed_sts) -> Iterator[World]:
+def world(request, double, idp, seaweed_sts, lakekeeper_server_factory) -> Iterator[World]:
     store_name = f"lk-{uuid.uuid4().hex[:8]}"
-    with openfga_server(request.param, double, idp, store_name) as server:
+    with openfga_server(lakekeeper_server_factory, request.param, double, idp, store_name) as server:
         yield _populated(server, double, store_name, idp, seaweed_sts)
 
 

@@ -36,9 +36,11 @@ PERMS = "/management/v1/permissions"
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def world(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[dict]:
+def world(
+    request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, lakekeeper_server_factory
+) -> Iterator[dict]:
     """alice's file warehouse with namespace ``ai`` and the generic table ``ai.frames``."""
-    with openfga_server(request.param, double, idp, f"lk-{uuid.uuid4().hex[:8]}") as server:
+    with openfga_server(lakekeeper_server_factory, request.param, double, idp, f"lk-{uuid.uuid4().hex[:8]}") as server:
         with _client(server, idp, "alice") as alice:
             alice.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).raise_for_status()
             created = alice.post("/management/v1/warehouse", json={

@@ -7,34 +7,19 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
-from permissions_setup import PERMS, Caller, served_catalog
-
-from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.openfga_double import OpenFgaDouble
+from permissions_setup import PERMS, Caller
 
 API = "/management/v1"
 CATEGORIES = {"metadata", "read", "write", "create", "security", "administration"}
 
 
 @pytest.fixture(scope="module")
-def idp() -> Iterator[OidcIssuer]:
-    with OidcIssuer("grants", audience="lakekeeper") as issuer:
-        yield issuer
-
-
-@pytest.fixture(scope="module")
-def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
-    warehouse_root = str(tmp_path_factory.mktemp("grants-wh"))
-    names = ("alice", "bob", "carol", "root")
-    with served_catalog(double, idp, warehouse_root, names, LAKEKEEPER__LOG_CLOUDEVENTS="true") as (
-        server, catalog, (alice, bob, carol, root)
-    ):
-        _SERVER.append(server)
-        yield catalog, alice, bob, carol, root
-    _SERVER.clear()
+def setup(permissions_world):
+    server, catalog, alice, bob, carol, root = permissions_world
+    _SERVER[:] = [server]
+    return catalog, alice, bob, carol, root
 
 
 _SERVER: list = []  # the module's server, for the CloudEvents its log holds

@@ -11,7 +11,6 @@ On SQLite (embedded) and PostgreSQL.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -24,7 +23,6 @@ from permissions_setup import SCHEMA, Caller, openfga_oidc_server
 from lakekeeper_testing.oidc import OidcIssuer
 from lakekeeper_testing.openfga_double import OpenFgaDouble
 from lakekeeper_testing.server import CatalogServer
-from lakekeeper_testing.services import postgres_for_tests
 
 
 class World:
@@ -65,17 +63,10 @@ class World:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def world(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[World]:
-    env = {"LAKEKEEPER__OPENFGA__CHECK_CACHE_CAPACITY": "0"}
-    with contextlib.ExitStack() as stack:
-        if request.param == "postgres":
-            url = stack.enter_context(postgres_for_tests())
-            env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": url, "LAKEKEEPER__PG_DATABASE_URL_READ": url}
-        yield from _world(double, idp, tmp_path_factory, env)
-
-
-def _world(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, env: dict[str, str]) -> Iterator[World]:
-    server, store_name = openfga_oidc_server(double, idp, **env)
+def world(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory,
+          lakekeeper_server_factory) -> Iterator[World]:
+    server, store_name = openfga_oidc_server(lakekeeper_server_factory, double, idp, backend=request.param,
+                                             LAKEKEEPER__OPENFGA__CHECK_CACHE_CAPACITY="0")
     try:
         alice, bob = Caller(server, idp, "alice"), Caller(server, idp, "bob")
         assert alice.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).status_code == 204

@@ -78,8 +78,10 @@ class Listing:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def listing(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[Listing]:
-    with openfga_server(request.param, double, idp, f"lk-{uuid.uuid4().hex[:8]}",
+def listing(
+    request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, lakekeeper_server_factory
+) -> Iterator[Listing]:
+    with openfga_server(lakekeeper_server_factory, request.param, double, idp, f"lk-{uuid.uuid4().hex[:8]}",
                         LAKEKEEPER__OPENFGA__LIST_OBJECTS_MAX_RESULTS=str(CAP),
                         LAKEKEEPER__EMBEDDED_QUICKSTART="false") as server, contextlib.ExitStack() as stack:
         double.list_objects_max_results = CAP

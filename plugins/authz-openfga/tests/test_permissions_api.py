@@ -8,18 +8,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from permissions_setup import PERMS, served_catalog
-
-from lakekeeper_testing.oidc import OidcIssuer
-from lakekeeper_testing.openfga_double import OpenFgaDouble
+from permissions_setup import PERMS
 
 
 @pytest.fixture(scope="module")
-def setup(double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory):
-    warehouse_root = str(tmp_path_factory.mktemp("perms-wh"))
-    names = ("alice", "bob", "root")
-    with served_catalog(double, idp, warehouse_root, names) as (server, catalog, (alice, bob, root)):
-        yield server, catalog, alice, bob, root
+def setup(permissions_world):
+    server, catalog, alice, bob, _, root = permissions_world
+    return server, catalog, alice, bob, root
 
 
 def test_info_reports_the_openfga_backend(setup) -> None:

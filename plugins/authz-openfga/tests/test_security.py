@@ -63,9 +63,11 @@ class Setup:
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def setup(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[Setup]:
+def setup(
+    request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, lakekeeper_server_factory
+) -> Iterator[Setup]:
     store_name = f"lk-{uuid.uuid4().hex[:8]}"
-    with openfga_server(request.param, double, idp, store_name) as server:
+    with openfga_server(lakekeeper_server_factory, request.param, double, idp, store_name) as server:
         s = Setup(server, idp, double, store_name)
         alice = s.alice
         assert alice.post("/management/v1/bootstrap", json={"accept-terms-of-use": True}).status_code == 204

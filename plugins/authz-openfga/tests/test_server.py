@@ -60,11 +60,11 @@ def test_an_incomplete_configuration_stops_the_cli_with_the_setting_named(double
     assert "very-secret-value" not in result.stderr + result.stdout
 
 
-def test_serve_builds_the_authorizer_and_reports_it_healthy(double: OpenFgaDouble) -> None:
+def test_serve_builds_the_authorizer_and_reports_it_healthy(double: OpenFgaDouble, lakekeeper_server_factory) -> None:
     store_name = f"lk-{uuid.uuid4().hex[:8]}"
     env = {"LAKEKEEPER__AUTHZ_BACKEND": "openfga", "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
            "LAKEKEEPER__OPENFGA__STORE_NAME": store_name, "LAKEKEEPER__OPENFGA__API_KEY": "fga-api-key-4711"}
-    server = CatalogServer(env).start(timeout=120)  # embedded: migrates the store and model before serving
+    server = lakekeeper_server_factory(env, timeout=120)  # embedded: migrates the store and model before serving
     try:
         health = httpx.get(server.url + "/health", timeout=10).json()
         assert health["checks"]["authorizer"] == "healthy"
@@ -88,13 +88,13 @@ async def _register_user(server: CatalogServer, user_id: str) -> None:
         await store.disconnect()
 
 
-def test_anonymous_callers_see_no_users(double: OpenFgaDouble) -> None:
+def test_anonymous_callers_see_no_users(double: OpenFgaDouble, lakekeeper_server_factory) -> None:
     """Without authentication every caller is anonymous: the openfga authorizer lets them read no
     user (the same 404 as a missing one), search none and list none (Lakekeeper: search needs an
     authenticated caller)."""
     env = {"LAKEKEEPER__AUTHZ_BACKEND": "openfga", "LAKEKEEPER__OPENFGA__ENDPOINT": double.url,
            "LAKEKEEPER__OPENFGA__STORE_NAME": f"lk-{uuid.uuid4().hex[:8]}"}
-    server = CatalogServer(env).start(timeout=120)
+    server = lakekeeper_server_factory(env, timeout=120)
     try:
         asyncio.run(_register_user(server, "oidc~alice"))  # anonymous callers cannot register anyone
         with httpx.Client(base_url=server.url, timeout=30) as anonymous:

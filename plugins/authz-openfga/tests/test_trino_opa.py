@@ -34,7 +34,9 @@ def idp() -> Iterator[OidcIssuer]:
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def served(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) -> Iterator[CatalogServer]:
+def served(
+    request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory, lakekeeper_server_factory
+) -> Iterator[CatalogServer]:
     settings = {
         "LAKEKEEPER__EMBEDDED_QUICKSTART": "false",
         "LAKEKEEPER__TRINO_OPA__KEY": KEY,
@@ -42,7 +44,8 @@ def served(request, double: OpenFgaDouble, idp: OidcIssuer, tmp_path_factory) ->
         "LAKEKEEPER__LOG_LEVEL": "debug",  # with the request log, which must not show the key
         "LAKEKEEPER__DEBUG__LOG_REQUEST_BODIES": "true",
     }
-    with openfga_server(request.param, double, idp, f"trino-{uuid.uuid4().hex[:8]}", **settings) as server:
+    with openfga_server(lakekeeper_server_factory,
+                        request.param, double, idp, f"trino-{uuid.uuid4().hex[:8]}", **settings) as server:
         build_world(server, idp.mint, str(tmp_path_factory.mktemp("trino-wh")))
         yield server
 

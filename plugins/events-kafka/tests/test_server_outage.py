@@ -55,13 +55,15 @@ def committed_keys(messages) -> set[tuple[str, str]]:
 
 
 @pytest.mark.slow
-def test_broker_killed_during_a_commit_burst_loses_no_commit_and_events_resume(kafka_factory, tmp_path):
+def test_broker_killed_during_a_commit_burst_loses_no_commit_and_events_resume(
+    kafka_factory, tmp_path, lakekeeper_server_factory
+):
     broker = kafka_factory()
     topic = f"outage-{uuid.uuid4().hex[:8]}"
     kafka_config = {"bootstrap.servers": broker.bootstrap_servers, "message.timeout.ms": "2000",
                     "request.timeout.ms": "2000"}
     env = {"LAKEKEEPER__KAFKA_TOPIC": topic, "LAKEKEEPER__KAFKA_CONFIG": json.dumps(kafka_config)}
-    with CatalogServer(env) as server:
+    with lakekeeper_server_factory(env) as server:
         created = httpx.post(f"{server.url}/management/v1/warehouse", timeout=30, json={
             "warehouse-name": "burst", "storage-profile": {"type": "file", "root": str(tmp_path)},
         })

@@ -47,8 +47,8 @@ class VaultProbe:
 
 
 @pytest.fixture(scope="module")
-def kv2_server(bao_access):
-    server = CatalogServer(kv2_env(bao_access)).start()
+def kv2_server(bao_access, lakekeeper_server_factory):
+    server = lakekeeper_server_factory(kv2_env(bao_access))
     yield server
     server.close()
 
@@ -90,9 +90,11 @@ async def test_the_database_holds_no_secrets_and_health_reports_the_store(kv2_se
     assert await warehouse_secret_id(kv2_server, created.json()["warehouse-id"]) in dump
 
 
-async def test_openbao_restarted_mid_test_the_next_request_succeeds(fresh_bao, seaweed_two_users):
+async def test_openbao_restarted_mid_test_the_next_request_succeeds(
+    fresh_bao, seaweed_two_users, lakekeeper_server_factory
+):
     access = fresh_bao.add_userpass_kv(mount="kv")
-    server = CatalogServer({**kv2_env(access), "LAKEKEEPER__CACHE__SECRETS__ENABLED": "false"}).start()
+    server = lakekeeper_server_factory({**kv2_env(access), "LAKEKEEPER__CACHE__SECRETS__ENABLED": "false"})
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=120) as client:
             body = {

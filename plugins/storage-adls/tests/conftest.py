@@ -6,8 +6,8 @@ endpoint nor directory-scoped SAS (``sr=d``, an ADLS Gen2 feature): tests that n
 
 from __future__ import annotations
 
+import contextlib
 import http.server
-import json
 import threading
 import time
 import uuid
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from lakekeeper_testing.http_double import JsonHandler
 from lakekeeper_testing.services import Azurite, free_port, serving, unsigned_storage_jwt
 
 FILESYSTEM = "lakekeeper"
@@ -45,29 +46,19 @@ class ManagedIdentityEndpoint:
         self.requests: list[str] = []
         double = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
                 double.requests.append(self.path)
                 if self.headers.get("X-IDENTITY-HEADER") != double.header:
                     self.send_response(401)
                     self.end_headers()
                     return
-                body = json.dumps(
-                    {
-                        "access_token": unsigned_storage_jwt(),
-                        "expires_on": str(int(time.time()) + 3600),
-                        "resource": "https://storage.azure.com",
-                        "token_type": "Bearer",
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
+                self.send_json(200, {
+                    "access_token": unsigned_storage_jwt(),
+                    "expires_on": str(int(time.time()) + 3600),
+                    "resource": "https://storage.azure.com",
+                    "token_type": "Bearer",
+                })
 
         self.port = free_port()
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
@@ -85,17 +76,8 @@ class ManagedIdentityEndpoint:
 
 @pytest.fixture(scope="session")
 def managed_identity() -> Iterator[ManagedIdentityEndpoint]:
-    endpoint = ManagedIdentityEndpoint()
-    try:
+    with contextlib.closing(ManagedIdentityEndpoint()) as endpoint:
         yield endpoint
-    finally:
-        endpoint.close()
-
-
-@pytest.fixture
-def key_prefix() -> str:
-    """A fresh folder in the filesystem per test, so tests never see each other's blobs."""
-    return f"t-{uuid.uuid4().hex[:12]}"
 
 
 def _adls_profile(azurite: Azurite, key_prefix: str, **overrides: Any) -> dict[str, Any]:
@@ -126,11 +108,9 @@ def shared_key_credential():
 
 
 @pytest.fixture(scope="session")
-def adls_server(azurite) -> Iterator[Any]:
+def adls_server(azurite, lakekeeper_server_factory) -> Iterator[Any]:
     """A catalog server (SQLite) with this plugin installed."""
-    from lakekeeper_testing.server import CatalogServer
-
-    server = CatalogServer().start()
+    server = lakekeeper_server_factory()
     try:
         yield server
     finally:

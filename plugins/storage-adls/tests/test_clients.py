@@ -189,7 +189,9 @@ print(loaded.location())
 """
 
 
-def test_pyiceberg_through_user_delegation_sas(azurite_oauth, managed_identity, key_prefix, adls_profile, tmp_path):
+def test_pyiceberg_through_user_delegation_sas(
+    azurite_oauth, managed_identity, key_prefix, adls_profile, tmp_path, lakekeeper_server_factory
+):
     """A server whose warehouse uses its machine's managed identity (the identity endpoint is a test double):
     it signs SAS with a user-delegation key from Azurite over HTTPS, and PyIceberg reads and writes with them.
 
@@ -199,14 +201,13 @@ def test_pyiceberg_through_user_delegation_sas(azurite_oauth, managed_identity, 
     import subprocess
     import sys
 
-    from lakekeeper_testing.server import CatalogServer
 
     env = {
         **managed_identity.environment,
         "LAKEKEEPER__ENABLE_AZURE_SYSTEM_CREDENTIALS": "true",
         "LAKEKEEPER__ADLS_CA_BUNDLE": str(azurite_oauth.ca_path),
     }
-    with CatalogServer(env) as server:
+    with lakekeeper_server_factory(env) as server:
         name = f"wh-{uuid.uuid4().hex[:10]}"
         response = httpx.post(
             server.url + "/management/v1/warehouse",

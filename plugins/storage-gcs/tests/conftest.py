@@ -8,6 +8,7 @@ the double received, never by expecting a 403 from the store.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -27,11 +28,8 @@ BUCKET = "lakekeeper-gcs"
 @pytest.fixture(scope="session")
 def gcs_proxy() -> Iterator[RecordingProxy]:
     """Its port only: it starts once fake-gcs-server runs (see ``fake_gcs``)."""
-    proxy = RecordingProxy()
-    try:
+    with contextlib.closing(RecordingProxy()) as proxy:
         yield proxy
-    finally:
-        proxy.close()
 
 
 @pytest.fixture(scope="session")
@@ -63,12 +61,6 @@ def stranger_key(sts: StsDouble) -> dict[str, str]:
 
 
 @pytest.fixture
-def key_prefix() -> str:
-    """A fresh folder in the bucket per test, so tests never see each other's objects."""
-    return f"t-{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
 def gcs_profile(key_prefix: str):
     """``gcs_profile(**overrides)``: storage-profile JSON for the fake-gcs-server bucket."""
 
@@ -92,9 +84,11 @@ def gcs_env(storage_endpoint: str, sts: StsDouble) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def gcs_server(fake_gcs: FakeGcsServer, gcs_proxy: RecordingProxy, sts: StsDouble) -> Iterator[CatalogServer]:
+def gcs_server(
+    fake_gcs: FakeGcsServer, gcs_proxy: RecordingProxy, sts: StsDouble, lakekeeper_server_factory
+) -> Iterator[CatalogServer]:
     """A catalog server (embedded SQLite) with this plugin installed, on fake-gcs-server through the proxy."""
-    server = CatalogServer(gcs_env(gcs_proxy.url, sts)).start()
+    server = lakekeeper_server_factory(gcs_env(gcs_proxy.url, sts))
     try:
         yield server
     finally:

@@ -16,13 +16,13 @@ import sys
 import tempfile
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import httpx
 from attrs import define, field
 
+from lakekeeper_testing.http_double import JsonHandler
 from lakekeeper_testing.services import free_port, wait_for_port
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"}
@@ -68,7 +68,7 @@ def serve(port: int, upstream: str, log_path: str) -> None:
     lock = threading.Lock()
     client = httpx.Client(timeout=60)  # thread-safe; keeps connections to fake-gcs-server open
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         protocol_version = "HTTP/1.0"  # one request per connection: no keep-alive bookkeeping
 
         def _forward(self) -> None:
@@ -113,9 +113,6 @@ def serve(port: int, upstream: str, log_path: str) -> None:
             return self.rfile.read(length) if length else None
 
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _forward  # noqa: N815
-
-        def log_message(self, *args: Any) -> None:
-            pass
 
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 

@@ -28,12 +28,6 @@ def seaweed(seaweed_sts: SeaweedS3) -> SeaweedS3:
     return seaweed_sts
 
 
-@pytest.fixture
-def key_prefix() -> str:
-    """A fresh folder in the bucket per test, so tests never see each other's objects."""
-    return f"t-{uuid.uuid4().hex[:12]}"
-
-
 def _s3_profile(seaweed: SeaweedS3, key_prefix: str, **overrides: Any) -> dict[str, Any]:
     profile = {
         "type": "s3",

@@ -40,7 +40,7 @@ import socket
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,6 +48,7 @@ import attrs
 import pytest
 
 from lakekeeper_host.service.endpoints import EndpointPolicy
+from lakekeeper_testing.http_double import JsonHandler
 
 TELL_TALE_BODY = "TELL-TALE-BODY-7f3a9c"
 TELL_TALE_HEADER = "TELL-TALE-HEADER-51d2e8"
@@ -156,7 +157,7 @@ class _AnsweringServer:
         self.requests: list[str] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def _answer(self) -> None:
                 server.requests.append(f"{self.command} {self.path}")
                 length = int(self.headers.get("Content-Length") or 0)
@@ -170,9 +171,6 @@ class _AnsweringServer:
                     self.wfile.write(body)
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _answer  # noqa: N815 - the http.server API
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]

@@ -24,12 +24,13 @@ import secrets
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from joserfc import jws
 from joserfc.jwk import RSAKey
 
+from lakekeeper_testing.http_double import JsonHandler
 from lakekeeper_testing.services import free_port
 
 
@@ -160,10 +161,7 @@ class OidcIssuer:
             return self
         issuer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # keep test output quiet
-                pass
-
+        class Handler(JsonHandler):
             def _send_raw(self, status: int, content_type: str, data: bytes, headers: dict[str, str]) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
@@ -177,14 +175,6 @@ class OidcIssuer:
                 status, content_type, text, headers = answer
                 self._send_raw(status, content_type, text.encode(), headers)
 
-            def _send(self, status: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
             def do_GET(self) -> None:  # noqa: N802
                 parts = urllib.parse.urlsplit(self.path)
                 path = parts.path
@@ -192,15 +182,15 @@ class OidcIssuer:
                 issuer.requests.append(path)
                 base = f"/realms/{issuer.realm}"
                 if path == f"{base}/.well-known/openid-configuration":
-                    self._send(200, issuer.discovery())
+                    self.send_json(200, issuer.discovery())
                 elif path == f"{base}/protocol/openid-connect/certs":
-                    self._send(200, issuer.jwks())
+                    self.send_json(200, issuer.jwks())
                 elif path == f"{base}/protocol/openid-connect/auth":
                     self._answer(issuer.authorize_page(query))
                 elif path == f"{base}/protocol/openid-connect/logout":
                     self._answer(issuer.end_session(query))
                 else:
-                    self._send(404, {"error": "not_found"})
+                    self.send_json(404, {"error": "not_found"})
 
             def do_POST(self) -> None:  # noqa: N802
                 path = urllib.parse.urlsplit(self.path).path
@@ -211,12 +201,12 @@ class OidcIssuer:
                     self._answer(issuer.authorize_submit({k: v[0] for k, v in form.items()}))
                     return
                 if path != f"/realms/{issuer.realm}/protocol/openid-connect/token":
-                    self._send(404, {"error": "not_found"})
+                    self.send_json(404, {"error": "not_found"})
                     return
                 status, body = issuer.token_response(
                     {k: v[0] for k, v in form.items()}, self.headers.get("Authorization")
                 )
-                self._send(status, body)
+                self.send_json(status, body)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True

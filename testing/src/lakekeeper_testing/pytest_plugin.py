@@ -13,10 +13,12 @@ starting a server of its own. Each skips the tests that need it when its binary 
 - ``seaweed_sts``: SeaweedFS with STS; the role ``vended`` may do anything in its buckets, so only
   a session policy narrows vended credentials. ``seaweed_two_users``: SeaweedFS with two identities.
 - ``nats_server``, ``kafka_broker``, ``openbao``, ``azurite``.
+- ``key_prefix``: a fresh folder name per test, so storage tests never see each other's objects.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -68,6 +70,7 @@ def pg_url_factory() -> Iterator[Callable[[], str]]:
     stack = []
 
     def make() -> str:
+        skip_if_postgres_is_off()
         cm = postgres_for_tests()
         stack.append(cm)
         return cm.__enter__()
@@ -81,20 +84,23 @@ def pg_url_factory() -> Iterator[Callable[[], str]]:
 def lakekeeper_server_factory(pg_url_factory) -> Iterator[Callable[..., CatalogServer]]:
     """``start(env, backend="sqlite" | "postgres", **kwargs)``: a started (and, on PostgreSQL,
     bootstrapped) server with the ``LAKEKEEPER__*`` settings ``env``; ``server.backend`` says which.
+    ``backend="postgres"`` makes a fresh database; ``pg_url=`` puts the server on a given one (servers
+    sharing a database). Other ``kwargs`` go to ``start_server`` (``timeout``, ``bootstrap``,
+    ``bootstrap_token``) and ``CatalogServer`` (``data_dir``, ``workers``).
 
-    A fixture of a narrower scope closes its server itself (``server.close()``) when its scope ends;
-    whatever is left open is closed at the end of the run. ``LAKEKEEPER_TEST_SKIP_POSTGRES=1`` skips
-    the PostgreSQL variants.
+    Every server the factory started is closed at the end of the run; a test or a fixture of a narrower
+    scope closes its own when done, with ``with lakekeeper_server_factory(env) as server:`` or
+    ``server.close()``. ``LAKEKEEPER_TEST_SKIP_POSTGRES=1`` skips the PostgreSQL variants.
     """
     servers: list[CatalogServer] = []
 
-    def start(env: dict[str, str] | None = None, *, backend: str = "sqlite", **kwargs) -> CatalogServer:
-        pg = None
-        if backend == "postgres":
-            skip_if_postgres_is_off()
-            pg = pg_url_factory()
-        server = start_server(env, pg_url=pg, **kwargs)
-        server.backend = backend
+    def start(
+        env: dict[str, str] | None = None, *, backend: str = "sqlite", pg_url: str | None = None, **kwargs
+    ) -> CatalogServer:
+        if backend == "postgres" and pg_url is None:
+            pg_url = pg_url_factory()
+        server = start_server(env, pg_url=pg_url, **kwargs)
+        server.backend = "postgres" if pg_url else backend
         servers.append(server)
         return server
 
@@ -110,6 +116,12 @@ def lakekeeper_server(request, lakekeeper_server_factory) -> Iterator[CatalogSer
     server = lakekeeper_server_factory(backend=request.param)
     yield server
     server.close()
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    """A fresh folder in a shared bucket or filesystem per test, so tests never see each other's objects."""
+    return f"t-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture(scope="session")

@@ -129,23 +129,37 @@ class CatalogServer:
             self._tmp.cleanup()
 
     def __enter__(self) -> CatalogServer:
-        return self.start()
+        # a server ``lakekeeper_server_factory`` started is already running: ``with`` only closes it
+        return self if self.process is not None else self.start()
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
 def start_server(
-    env: dict[str, str] | None = None, *, pg_url: str | None = None, timeout: float = 30, **kwargs
+    env: dict[str, str] | None = None,
+    *,
+    pg_url: str | None = None,
+    timeout: float = 30,
+    bootstrap: bool = True,
+    bootstrap_token: str | None = None,
+    **kwargs,
 ) -> CatalogServer:
     """A started server with ``env``: embedded (SQLite), or on the PostgreSQL database ``pg_url``
-    and bootstrapped there (the embedded default bootstraps itself). ``kwargs`` go to ``CatalogServer``."""
+    and bootstrapped there unless ``bootstrap=False`` (the embedded default bootstraps itself).
+    ``bootstrap_token`` authenticates the bootstrap call on a server that requires tokens; the
+    bootstrap must then succeed. ``kwargs`` go to ``CatalogServer``."""
     env = dict(env or {})
     if pg_url:
         env |= {"LAKEKEEPER__PG_DATABASE_URL_WRITE": pg_url, "LAKEKEEPER__PG_DATABASE_URL_READ": pg_url}
     server = CatalogServer(env, **kwargs).start(timeout)
-    if pg_url:
-        httpx.post(server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, timeout=30)
+    if pg_url and bootstrap:
+        headers = {"Authorization": f"Bearer {bootstrap_token}"} if bootstrap_token else {}
+        response = httpx.post(
+            server.url + "/management/v1/bootstrap", json={"accept-terms-of-use": True}, headers=headers, timeout=30
+        )
+        if bootstrap_token:
+            response.raise_for_status()
     return server
 
 

@@ -915,6 +915,18 @@ class KafkaBroker(ManagedService):
         self._poll_until(lambda: _kafka_api_versions_ok(self.port), deadline, "Kafka ApiVersions")
 
 
+async def create_kafka_topic(bootstrap_servers: str, topic: str) -> None:
+    """Create ``topic`` with one partition (one partition keeps the order total). Needs ``aiokafka``."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
+    finally:
+        await admin.close()
+
+
 async def read_kafka_topic(
     bootstrap_servers: str, topic: str, until: Callable[[list[Any]], bool], timeout: float = 30
 ) -> list[Any]:

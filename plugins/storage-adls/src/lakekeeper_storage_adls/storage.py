@@ -40,7 +40,7 @@ from lakekeeper_host.service.storage import (
     TableConfig,
     ValidationProbes,
     VendedAccess,
-    is_sublocation,
+    is_table_location,
 )
 from lakekeeper_host.service.storage_errors import answer_error, network_error, network_failure
 from lakekeeper_storage_adls.locations import (
@@ -49,7 +49,6 @@ from lakekeeper_storage_adls.locations import (
     AdlsLocation,
     InvalidAdlsLocation,
     canonical,
-    scheme_of,
 )
 from lakekeeper_storage_adls.model import (
     DEFAULT_AUTHORITY_HOST,
@@ -258,15 +257,8 @@ class AdlsStorage:
         return canonical(location)
 
     def is_allowed_location(self, location: str) -> bool:
-        scheme = scheme_of(location)
-        if scheme != CANONICAL_SCHEME and not (
-            self.profile.allow_alternative_protocols and scheme in ALTERNATIVE_SCHEMES
-        ):
-            return False
-        normalized = canonical(location)
-        base = str(self._base)
-        # strictly below the warehouse root: the root itself is not a table location
-        return normalized != base and is_sublocation(normalized, base)
+        alternatives = ALTERNATIVE_SCHEMES if self.profile.allow_alternative_protocols else ()
+        return is_table_location(location, str(self._base), (CANONICAL_SCHEME, *alternatives), canonical)
 
     def _blob_path(self, location: str) -> AdlsLocation:
         """The canonical location, which must lie in this warehouse's filesystem."""

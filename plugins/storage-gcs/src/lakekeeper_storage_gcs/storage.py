@@ -24,7 +24,7 @@ from lakekeeper_host.service.storage import (
     TableConfig,
     ValidationProbes,
     VendedAccess,
-    is_sublocation,
+    is_table_location,
 )
 from lakekeeper_host.service.storage_errors import (
     StorageFailure,
@@ -228,12 +228,7 @@ class GcsStorage:
         return canonical(location)
 
     def is_allowed_location(self, location: str) -> bool:
-        if location.partition("://")[0].lower() != "gs":
-            return False
-        normalized = canonical(location)
-        base = str(self._base)
-        # strictly below the warehouse root: the root itself is not a table location
-        return normalized != base and is_sublocation(normalized, base)
+        return is_table_location(location, str(self._base), ("gs",), canonical)
 
     def _parse(self, location: str) -> GcsLocation:
         try:

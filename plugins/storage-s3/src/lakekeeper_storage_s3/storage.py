@@ -32,12 +32,12 @@ from lakekeeper_host.service.storage import (
     TableConfig,
     ValidationProbes,
     VendedAccess,
-    is_sublocation,
+    is_table_location,
 )
 from lakekeeper_host.service.storage_errors import answer_error, network_error
 from lakekeeper_storage_s3 import signing
 from lakekeeper_storage_s3.cache import CredentialCache, VendedCredential
-from lakekeeper_storage_s3.locations import InvalidS3Location, S3Location, canonical, scheme_of
+from lakekeeper_storage_s3.locations import InvalidS3Location, S3Location, canonical
 from lakekeeper_storage_s3.model import (
     S3AccessKeyCredential,
     S3Credential,
@@ -303,13 +303,8 @@ class S3Storage:
         return canonical(location)
 
     def is_allowed_location(self, location: str) -> bool:
-        scheme = scheme_of(location)
-        if scheme != "s3" and not (self.profile.alternative_protocols_allowed and scheme in ("s3a", "s3n")):
-            return False
-        normalized = canonical(location)
-        base = str(self._base)
-        # strictly below the warehouse root: the root itself is not a table location
-        return normalized != base and is_sublocation(normalized, base)
+        schemes = ("s3", "s3a", "s3n") if self.profile.alternative_protocols_allowed else ("s3",)
+        return is_table_location(location, str(self._base), schemes, canonical)
 
     def _parse(self, location: str) -> S3Location:
         try:
