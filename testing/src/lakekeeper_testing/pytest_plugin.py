@@ -120,14 +120,16 @@ def idp() -> Iterator[OidcIssuer]:
 
 @pytest.fixture(scope="session")
 def spark():
-    """THE SparkSession of the test run (one JVM, Iceberg + s3a jars); skipped without Java."""
+    """THE SparkSession of the test run (one JVM, Iceberg + s3a jars); skipped without Java.
+
+    Its queries are short and its tables small: the JVM compiles with C1 only (``C1_ONLY_CONF``)."""
     import shutil
 
     if shutil.which("java") is None:
         pytest.skip("java (17) is not installed: apt-get install openjdk-17-jre-headless")
-    from lakekeeper_host.engines.spark import shared_session
+    from lakekeeper_host.engines.spark import C1_ONLY_CONF, shared_session
 
-    session = shared_session()
+    session = shared_session(extra_conf=C1_ONLY_CONF)
     yield session
     session.stop()
 
