@@ -45,7 +45,7 @@ from cattrs.gen import make_dict_structure_fn, override
 
 from lakekeeper_host.config.env import deep_merge
 from lakekeeper_host.config.types import parse_duration
-from lakekeeper_host.engines.spark import build_spark_session, s3a_conf
+from lakekeeper_host.engines.spark import C1_ONLY_CONF, build_spark_session, s3a_conf
 from lakekeeper_host.errors import bad_request
 from lakekeeper_host.serde import WIRE, kebab, structure_body
 
@@ -336,11 +336,7 @@ def s3a_table_conf(location: str, io: dict[str, str]) -> dict[str, str]:
 # partitions (adaptive execution merges the small ones). An operator's SPARK_CONF wins over both, and
 # spark.{driver,executor}.extraJavaOptions come after these defaults on the java command line.
 SMALL_JOB_BYTES = 256 * 1024**2
-SMALL_JOB_CONF = {
-    "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1",
-    "spark.executor.defaultJavaOptions": "-XX:TieredStopAtLevel=1",
-    "spark.sql.shuffle.partitions": "2",
-}
+SMALL_JOB_CONF = {**C1_ONLY_CONF, "spark.sql.shuffle.partitions": "2"}
 LARGE_JOB_CONF = {"spark.sql.shuffle.partitions": "200"}
 
 

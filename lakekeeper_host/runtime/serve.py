@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -67,6 +68,9 @@ def serve(settings: Settings, pm: pluggy.PluginManager) -> int:
             runner.run(run())
     except LifespanFailureError:
         raise startup_failure(app.extensions.get(STARTUP_ERROR)) from None
+    # shut down in order; what is left is the interpreter's teardown, whose full collection of the
+    # app's heap takes 0.5-1.5 s after SIGTERM (measured). Frozen objects are not collected: exit now
+    gc.freeze()
     return 0
 
 

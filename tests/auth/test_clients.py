@@ -73,9 +73,9 @@ def test_pyiceberg_client_credentials(auth_server, idp_one, tmp_path):
 
 
 def _spark_create_and_read(catalog_uri: str, warehouse: str, token: str) -> list[tuple[int, str]]:
-    from lakekeeper_host.engines.spark import build_spark_session
+    from lakekeeper_host.engines.spark import C1_ONLY_CONF, build_spark_session
 
-    spark = build_spark_session(catalog_uri, warehouse, token=token)
+    spark = build_spark_session(catalog_uri, warehouse, token=token, extra_conf=C1_ONLY_CONF)  # a few tiny queries
     try:
         spark.sql("CREATE NAMESPACE IF NOT EXISTS lakekeeper.spark_ns")
         spark.sql("CREATE TABLE lakekeeper.spark_ns.events (id bigint, name string) USING iceberg")

@@ -81,12 +81,21 @@ def backend_server(lakekeeper_server):
     return lakekeeper_server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(lakekeeper_server_factory):
-    """An embedded server of this module (the quickstart's ``demo`` warehouse): console tests change it."""
+    """The console tests' embedded server (the quickstart's ``demo`` warehouse), one for every module
+    here: the tests change it, each under names of its own (warehouses, projects, namespaces, roles),
+    and find ``demo`` by its name (``demo_warehouse_id``)."""
     server = lakekeeper_server_factory()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="session")
+def demo_warehouse_id(server) -> str:
+    """The id of the quickstart's ``demo`` warehouse (other modules add warehouses next to it)."""
+    listed = httpx.get(server.url + "/management/v1/warehouse", timeout=30).json()["warehouses"]
+    return next(w["warehouse-id"] for w in listed if w["name"] == "demo")
 
 
 @pytest.fixture

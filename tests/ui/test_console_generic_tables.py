@@ -14,9 +14,9 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def demo(server):
+def demo(server, demo_warehouse_id):
     """The embedded ``demo`` warehouse: (its id, an HTTP client on its Generic Table API)."""
-    warehouse_id = httpx.get(server.url + "/management/v1/warehouse").json()["warehouses"][0]["warehouse-id"]
+    warehouse_id = demo_warehouse_id
     httpx.post(f"{server.url}/catalog/v1/{warehouse_id}/namespaces", json={"namespace": ["media"]}).raise_for_status()
     with httpx.Client(base_url=f"{server.url}/lakekeeper/v1/{warehouse_id}", timeout=30) as api:
         yield warehouse_id, api

@@ -16,11 +16,11 @@ SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "
 
 
 @pytest.fixture(scope="module")
-def demo(server):
+def demo(server, demo_warehouse_id):
     """The embedded quickstart's ``demo`` warehouse: (warehouse id, catalog client on its prefix)."""
     config = httpx.get(server.url + "/catalog/v1/config", params={"warehouse": "demo"}).json()
     prefix = config["defaults"]["prefix"]
-    warehouse_id = httpx.get(server.url + "/management/v1/warehouse").json()["warehouses"][0]["warehouse-id"]
+    warehouse_id = demo_warehouse_id
     with httpx.Client(base_url=f"{server.catalog_url}/v1/{prefix}", timeout=30) as rest:
         yield warehouse_id, rest
 

@@ -18,6 +18,9 @@ starting a server of its own. Each skips the tests that need it when its binary 
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -55,6 +58,27 @@ STS_ROLE_POLICY = {
     ]
 }
 AUDIENCE = "lakekeeper"
+
+
+_BYTECODE_PREFIX = "PYTHONPYCACHEPREFIX"
+_bytecode_key = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With ``PYTHONDONTWRITEBYTECODE`` set, every Python process the run starts (servers, CLI
+    runs, maintenance jobs, benchmark drivers) compiles the project's sources anew, ~0.3 s of CPU per server
+    start (measured). Child processes keep their bytecode in a cache of this run instead, outside the
+    source tree; this process is left as it is."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get(_BYTECODE_PREFIX):
+        return
+    config.stash[_bytecode_key] = os.environ.pop("PYTHONDONTWRITEBYTECODE")
+    os.environ[_BYTECODE_PREFIX] = tempfile.mkdtemp(prefix="lakekeeper-test-bytecode-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _bytecode_key in config.stash:
+        os.environ["PYTHONDONTWRITEBYTECODE"] = config.stash[_bytecode_key]
+        shutil.rmtree(os.environ.pop(_BYTECODE_PREFIX), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -132,14 +156,16 @@ def idp() -> Iterator[OidcIssuer]:
 
 @pytest.fixture(scope="session")
 def spark():
-    """THE SparkSession of the test run (one JVM, Iceberg + s3a jars); skipped without Java."""
+    """THE SparkSession of the test run (one JVM, Iceberg + s3a jars); skipped without Java.
+
+    Its queries are short and its tables small: the JVM compiles with C1 only (``C1_ONLY_CONF``)."""
     import shutil
 
     if shutil.which("java") is None:
         pytest.skip("java (17) is not installed: apt-get install openjdk-17-jre-headless")
-    from lakekeeper_host.engines.spark import shared_session
+    from lakekeeper_host.engines.spark import C1_ONLY_CONF, shared_session
 
-    session = shared_session()
+    session = shared_session(extra_conf=C1_ONLY_CONF)
     yield session
     session.stop()
 
