@@ -538,7 +538,9 @@ async def test_client_credentials_fetch_a_token_for_openfga(double: OpenFgaDoubl
     provider (the test suite's OIDC issuer) and OpenFGA sees it as a bearer token."""
     from lakekeeper_testing.oidc import OidcIssuer
 
-    with OidcIssuer(clients={"lakekeeper-fga": "fga-client-secret"}) as issuer:
+    # an hour's token: the SDK fetches a new one for every request while less than 300-600 s remain,
+    # and two tokens minted in different seconds differ (the default 300 s made this test flaky)
+    with OidcIssuer(clients={"lakekeeper-fga": "fga-client-secret"}, token_lifetime=3600) as issuer:
         config = config_for(double, client_id="lakekeeper-fga", client_secret=Secret("fga-client-secret"),
                             token_endpoint=issuer.token_endpoint)
         double.authorization_headers.clear()
