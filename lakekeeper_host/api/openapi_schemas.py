@@ -408,23 +408,26 @@ MANAGEMENT_ANSWERS: dict[str, dict[str, Any]] = {
     },
     # the Grants API (the same grants as the assignments above, in Lakekeeper's authorizer-independent shape)
     "Privilege": {
-        "type": "object", "required": ["name", "display-name", "resource-type"],
+        "type": "object", "required": ["name", "display-name"],
         "properties": {"name": {"type": "string"}, "display-name": {"type": "string"}, "description": _TEXT_OR_NULL,
                        "category": {**_TEXT_OR_NULL,
-                                    "description": "metadata, read, write, create, security or administration"},
-                       "resource-type": {"enum": ["server", "project", "warehouse", "namespace", "table", "view",
-                                                  "generic-table"]}},
+                                    "description": "metadata, read, write, create, security or administration"}},
     },
     "PrivilegeVocabulary": {
         "type": "object", "required": ["privileges"],
-        "properties": {"privileges": {"type": "array", "items": ref("Privilege")}},
+        "properties": {"privileges": {
+            "type": "object", "additionalProperties": {"type": "array", "items": ref("Privilege")},
+            "description": "Keyed by resource type (server, project, warehouse, namespace, table, view, "
+                           "generic-table); every type is present, an empty list when nothing is grantable there",
+        }},
     },
     "GrantablePrivileges": {
         "type": "object", "required": ["privileges"],
-        "properties": {"privileges": {"type": "array", "items": {"allOf": [
-            ref("Privilege"),
-            {"type": "object", "required": ["allowed"], "properties": {"allowed": {"type": "boolean"}}},
-        ]}}},
+        "properties": {"privileges": {"type": "array", "items": {
+            "type": "object", "required": ["privilege", "allowed"],
+            "properties": {"privilege": ref("Privilege"),
+                           "allowed": {"type": "boolean", "description": "The principal may grant it here"}},
+        }}},
     },
     "GrantPrincipal": {
         "type": "object", "description": "Exactly one of user, role",

@@ -44,19 +44,20 @@ def resource_type(kind: str) -> str:
     return kind.replace("_", "-")
 
 
-def privilege_json(kind: str, privilege: PrivilegeDescriptor) -> dict[str, Any]:
+def privilege_json(privilege: PrivilegeDescriptor) -> dict[str, Any]:
+    """A privilege as Lakekeeper's ``PrivilegeDescriptor`` spells it."""
     return {
         "name": privilege.name,
         "display-name": privilege.display_name,
         "description": privilege.description,
         "category": privilege.category,
-        "resource-type": resource_type(kind),
     }
 
 
-def vocabulary(state: AppState) -> list[dict[str, Any]]:
-    """``GET /grants/grantable-privileges``: every privilege of every level, in level order."""
-    return [privilege_json(kind, p) for kind in GRANT_KINDS for p in state.authorizer.privileges(kind)]
+def vocabulary(state: AppState) -> dict[str, list[dict[str, Any]]]:
+    """``GET /grants/grantable-privileges``: every level's privileges keyed by its resource type; each
+    level is present, so an empty list says that nothing is grantable there."""
+    return {resource_type(kind): [privilege_json(p) for p in state.authorizer.privileges(kind)] for kind in GRANT_KINDS}
 
 
 def _acts_as(meta: RequestMetadata, principal: Principal) -> bool:
@@ -204,7 +205,7 @@ async def grantable_privileges(
             decisions = await asyncio.gather(*(state.authorizer.is_allowed(actor, a, resource) for a in actions))
             allowed = {a for a, ok in zip(actions, decisions, strict=True) if ok}
     return [
-        {**privilege_json(resource.kind, p), "allowed": grant_action(resource.kind, p.name) in allowed}
+        {"privilege": privilege_json(p), "allowed": grant_action(resource.kind, p.name) in allowed}
         for p in privileges
     ]
 

@@ -55,15 +55,15 @@ def test_the_vocabulary_names_every_level_with_categories(setup) -> None:
     _, _, bob, _, _ = setup
     response = bob.get(f"{API}/grants/grantable-privileges")
     assert response.status_code == 200, response.text
-    privileges = response.json()["privileges"]
-    by_level = {}
-    for p in privileges:
-        by_level.setdefault(p["resource-type"], set()).add(p["name"])
-        assert p["category"] in CATEGORIES and p["description"] and p["display-name"]
+    by_level = response.json()["privileges"]  # Lakekeeper's shape: keyed by resource type
     assert set(by_level) == {"server", "project", "warehouse", "namespace", "table", "view", "generic-table"}
-    assert by_level["server"] == {"admin", "operator"}
-    assert {"select", "modify", "ownership", "describe"} <= by_level["table"]
-    select = next(p for p in privileges if p["resource-type"] == "table" and p["name"] == "select")
+    for privileges in by_level.values():
+        for p in privileges:
+            assert set(p) == {"name", "display-name", "description", "category"}
+            assert p["category"] in CATEGORIES and p["description"] and p["display-name"]
+    assert {p["name"] for p in by_level["server"]} == {"admin", "operator"}
+    assert {"select", "modify", "ownership", "describe"} <= {p["name"] for p in by_level["table"]}
+    select = next(p for p in by_level["table"] if p["name"] == "select")
     assert select["category"] == "read" and select["display-name"] == "select"
 
 
@@ -154,7 +154,10 @@ def test_granting_needs_the_authority_and_hidden_objects_are_404(setup) -> None:
             bob.get(f"{table}/grants/grantable-privileges", params={"principalUser": alice.user_id}).status_code == 403
         )
         owner = alice.get(f"{table}/grants/grantable-privileges").json()["privileges"]
-        assert owner and all(p["allowed"] for p in owner)
+        assert owner and all(set(p) == {"privilege", "allowed"} and p["allowed"] for p in owner)
+        # each entry nests the very descriptor the vocabulary publishes for the level (Lakekeeper's shape)
+        table_vocabulary = alice.get(f"{API}/grants/grantable-privileges").json()["privileges"]["table"]
+        assert [p["privilege"] for p in owner] == table_vocabulary
         for_bob = alice.get(f"{table}/grants/grantable-privileges", params={"principalUser": bob.user_id})
         assert for_bob.status_code == 200 and not any(p["allowed"] for p in for_bob.json()["privileges"])
 
