@@ -28,6 +28,7 @@ from lakekeeper_host.server.management.permissions import (
     require,
     require_visible,
     resource_json,
+    resource_type,
     write_assignments,
 )
 from lakekeeper_host.server.pagination import decode_page_token, encode_page_token, page_size
@@ -37,11 +38,6 @@ from lakekeeper_host.service.state import AppState
 
 GRANT_KINDS = ("server", "project", "warehouse", "namespace", "table", "view", "generic_table")
 MAX_GRANT_CHANGES = 100
-
-
-def resource_type(kind: str) -> str:
-    """A kind as the Grants API spells it (``generic-table``)."""
-    return kind.replace("_", "-")
 
 
 def privilege_json(privilege: PrivilegeDescriptor) -> dict[str, Any]:

@@ -170,10 +170,14 @@ async def get_assignments(
     return [assignment_json(a) for a in found]
 
 
+def resource_type(kind: str) -> str:
+    """A kind as the Grants API spells it (``generic-table``)."""
+    return kind.replace("_", "-")
+
+
 def resource_json(resource: Resource) -> dict[str, Any]:
-    """Where a grant is held, as Lakekeeper's grant listing names it: ``{"type": ..., <its ids>}``
-    (``generic_table`` spelled ``generic-table``)."""
-    kind = resource.kind.replace("_", "-")
+    """Where a grant is held, as Lakekeeper's grant listing names it: ``{"type": ..., <its ids>}``."""
+    kind = resource_type(resource.kind)
     if resource.kind == "server":
         return {"type": kind}
     if resource.warehouse_id is None or resource.kind == "warehouse":
